@@ -1,0 +1,47 @@
+"""`python -m replay run DIR...`: replay scenario files against a running stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from replay.report import print_table, write_json
+from replay.runner import ScenarioRunner
+from replay.scenario import load_scenarios
+from services.common.settings import get_settings
+
+app = typer.Typer(no_args_is_help=True, help="replay incident scenarios as regression tests")
+
+
+@app.command()
+def run(
+    paths: Annotated[list[Path], typer.Argument(help="scenario files or directories")],
+    report: Annotated[Path, typer.Option(help="JSON report path")] = Path("replay/results/latest.json"),
+    api_url: Annotated[str | None, typer.Option(help="default OPSLORE_API_URL")] = None,
+) -> None:
+    """Run every scenario; exit 1 if any expectation fails."""
+    s = get_settings()
+    if not s.admin_token:
+        raise typer.BadParameter("OPSLORE_ADMIN_TOKEN is required to create fresh tenants")
+    scenarios = [sc for p in paths for sc in load_scenarios(p)]
+    if not scenarios:
+        raise typer.BadParameter(f"no scenario files under {', '.join(map(str, paths))}")
+    runner = ScenarioRunner(api_url or s.api_url, s.admin_token)
+    results = [runner.run(sc) for sc in scenarios]
+    print_table(results)
+    write_json(results, report)
+    if not all(r.passed for r in results):
+        raise typer.Exit(1)
+
+
+@app.command()
+def check(paths: Annotated[list[Path], typer.Argument()]) -> None:
+    """Parse scenario files without running them."""
+    scenarios = [sc for p in paths for sc in load_scenarios(p)]
+    typer.echo(f"{len(scenarios)} scenarios parse")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,128 @@
+"""Request and response models of the HTTP API (CONTRACT section 4)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.ledger import ShortText, TenantName
+from schemas.memory import ApprovalEdits
+
+
+class _Req(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ApiKeyRequest(_Req):
+    tenant: TenantName
+    project: TenantName | None = None
+    role: Literal["agent", "reviewer", "admin"]
+
+
+class ApproveRequest(_Req):
+    note: str | None = Field(default=None, max_length=4000)
+    edits: ApprovalEdits | None = None
+    expected_version: int | None = Field(default=None, ge=0)
+    resolution: Literal["auto", "new_family", "new_version"] = "auto"
+
+
+class RejectRequest(_Req):
+    reason: str = Field(min_length=1, max_length=4000)
+
+
+class RetractRequest(_Req):
+    reason: str = Field(min_length=1, max_length=4000)
+
+
+class SupersedeRequest(_Req):
+    summary: str = Field(min_length=1, max_length=4000)
+    reason: str = Field(min_length=1, max_length=4000)
+    root_cause: str | None = Field(default=None, max_length=4000)
+    canonical_content: str | None = Field(default=None, max_length=8000)
+    valid_until: datetime | None = None
+    environment: str | None = None
+    cluster: str | None = None
+    version_range: str | None = None
+    topology_fingerprint: str | None = None
+    expected_version: int | None = Field(default=None, ge=1)
+
+    def changes(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"reason", "expected_version"}, exclude_none=True)
+
+
+class RollbackRequest(_Req):
+    to_version: int = Field(ge=1)
+    reason: str = Field(min_length=1, max_length=4000)
+
+
+class BriefingAlert(_Req):
+    name: ShortText
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class BriefingRequest(_Req):
+    alert: BriefingAlert | None = None
+    services: list[ShortText] = Field(default_factory=list, max_length=50)
+    signals: list[ShortText] = Field(default_factory=list, max_length=50)
+    entities: list[ShortText] = Field(default_factory=list, max_length=50)
+    text: str | None = Field(default=None, max_length=4000)
+    environment: ShortText | None = None
+    cluster: ShortText | None = None
+    version: ShortText | None = None
+    topology_fingerprint: ShortText | None = None
+    limit: int = Field(default=5, ge=1, le=10)
+    explain: bool = False
+
+
+class Warning_(BaseModel):
+    code: str
+    message: str
+
+
+class EvidenceView(BaseModel):
+    incident_id: str
+    event_id: UUID
+    summary: str
+    trust: str
+    source: str
+
+
+class CheckView(BaseModel):
+    source: str
+    query: str
+    expect: str
+
+
+class Hint(BaseModel):
+    family_id: UUID
+    version: int
+    memory_type: str
+    summary: str
+    root_cause: str | None
+    confidence: float
+    authority: Literal["clue"] = "clue"
+    score: float
+    source_incidents: list[str]
+    evidence: list[EvidenceView]
+    warnings: list[Warning_]
+    verify_with: list[CheckView]
+    valid_until: datetime | None
+    last_verified_at: datetime | None
+    explain: dict[str, float] | None = None
+
+
+class BriefingResponse(BaseModel):
+    briefing_id: UUID
+    hints: list[Hint]
+    degraded: list[str] = Field(default_factory=list)
+    token_estimate: int = 0
+
+
+class FeedbackRequest(_Req):
+    family_id: UUID
+    verdict: Literal["adopted", "refuted", "ignored"]
+    incident_id: str = Field(default="CURRENT", pattern=r"^[A-Za-z0-9._:-]{1,128}$")
+    evidence_refs: list[UUID] = Field(default_factory=list, max_length=100)

@@ -1,0 +1,184 @@
+"""Read models of the memory pipeline: episode, candidate draft, record version.
+
+Episodes and candidates are projections (rebuilt from the ledger alone); records are governed.
+These models are the JSON bodies stored in PostgreSQL and returned by the API.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_OBSERVATIONS = 200
+MAX_ACTIONS = 50
+
+MemoryType = Literal["semantic", "episodic", "procedural"]
+Authority = Literal["background", "clue", "suggestion", "rule"]
+LifecycleState = Literal["pending", "active", "superseded", "retracted", "expired", "rejected"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ObservationItem(_Model):
+    event_id: UUID
+    source: str
+    summary: str
+    query: str | None = None
+    signals: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    trust: str
+    writer: str
+    occurred_at: datetime
+
+
+class HypothesisItem(_Model):
+    hypothesis_id: str
+    statement: str | None = None
+    root_cause_category: str | None = None
+    status: Literal["proposed", "verified", "refuted"] = "proposed"
+    evidence_refs: list[UUID] = Field(default_factory=list)
+    judged_at: datetime | None = None
+
+
+class ActionItem(_Model):
+    event_id: UUID
+    action: str
+    kind: str | None = None
+    outcome: str
+    runbook_ref: str | None = None
+    trust: str
+
+
+class MisleadingItem(_Model):
+    event_id: UUID
+    signal: str
+    reason: str
+
+
+class Episode(_Model):
+    """One bounded, structured summary of an incident (the projection of its ledger events)."""
+
+    tenant: str
+    project: str
+    incident_id: str
+    status: Literal["open", "resolved"] = "open"
+    alert_name: str | None = None
+    alert_labels: dict[str, str] = Field(default_factory=dict)
+    title: str | None = None
+    services: list[str] = Field(default_factory=list)
+    environment: str | None = None
+    cluster: str | None = None
+    version: str | None = None
+    topology_fingerprint: str | None = None
+    opened_at: datetime | None = None
+    resolved_at: datetime | None = None
+    observations: list[ObservationItem] = Field(default_factory=list)
+    observations_dropped: int = 0
+    hypotheses: dict[str, HypothesisItem] = Field(default_factory=dict)
+    misleading_signals: list[MisleadingItem] = Field(default_factory=list)
+    actions: list[ActionItem] = Field(default_factory=list)
+    root_cause: str | None = None
+    root_cause_category: str | None = None
+    resolution_summary: str | None = None
+    resolution: str | None = None
+    resolution_refs: list[UUID] = Field(default_factory=list)
+    resolved_event_id: UUID | None = None
+    candidate_ids: list[UUID] = Field(default_factory=list)
+    gate_verdict: str | None = None
+    event_count: int = 0
+
+
+class EvidenceRef(_Model):
+    event_id: UUID
+    incident_id: str
+    source: str
+    summary: str
+    trust: str
+    query: str | None = None
+    signals: list[str] = Field(default_factory=list)
+
+
+class VerifyCheck(_Model):
+    source: str
+    query: str
+    expect: str
+
+
+class CandidateDraft(_Model):
+    """What a candidate proposes to remember. Built by the evidence gate, reviewed by people."""
+
+    memory_type: MemoryType = "episodic"
+    authority: Authority = "clue"
+    summary: str
+    root_cause: str
+    root_cause_category: str | None = None
+    alert_name: str | None = None
+    services: list[str] = Field(default_factory=list)
+    signals: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    misleading_signals: list[str] = Field(default_factory=list)
+    environment: str | None = None
+    cluster: str | None = None
+    version: str | None = None
+    topology_fingerprint: str | None = None
+    source_incidents: list[str] = Field(default_factory=list)
+    evidence: list[EvidenceRef] = Field(default_factory=list)
+    verify_with: list[VerifyCheck] = Field(default_factory=list)
+    procedure: list[str] = Field(default_factory=list)
+    verified_hypotheses: list[str] = Field(default_factory=list)
+    trust_mix: dict[str, int] = Field(default_factory=dict)
+    confidence: float
+    observed_at: datetime | None = None
+    last_verified_at: datetime | None = None
+    resolution: str | None = None
+
+
+class VersionContent(_Model):
+    """The immutable content of one record version (columns of `memory_versions`)."""
+
+    memory_type: MemoryType
+    level: Literal["long", "permanent"] = "long"
+    authority: Authority = "clue"
+    summary: str
+    canonical_content: str
+    root_cause: str | None = None
+    root_cause_category: str | None = None
+    alert_name: str | None = None
+    services: list[str] = Field(default_factory=list)
+    signals: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    misleading_signals: list[str] = Field(default_factory=list)
+    source_incidents: list[str] = Field(default_factory=list)
+    evidence: list[EvidenceRef] = Field(default_factory=list)
+    verify_with: list[VerifyCheck] = Field(default_factory=list)
+    trust_mix: dict[str, int] = Field(default_factory=dict)
+    confidence: float
+    environment: str | None = None
+    cluster: str | None = None
+    version_range: str | None = None
+    topology_fingerprint: str | None = None
+    observed_at: datetime | None = None
+    valid_from: datetime
+    valid_until: datetime | None = None
+    last_verified_at: datetime | None = None
+    search_tokens: str = ""
+
+
+class Applicability(_Model):
+    environment: str | None = None
+    cluster: str | None = None
+    version_range: str | None = None
+    topology_fingerprint: str | None = None
+
+
+class ApprovalEdits(_Model):
+    summary: str | None = Field(default=None, min_length=1, max_length=4000)
+    valid_until: datetime | None = None
+    applicability: Applicability | None = None
+    level: Literal["long", "permanent"] | None = None
+    authority: Authority | None = None

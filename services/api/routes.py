@@ -1,0 +1,134 @@
+"""Thin routers: parse, call one service method, shape the answer. No SQL, no transactions here."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from fastapi import APIRouter, Body, Response
+from fastapi.responses import PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from schemas.api import (
+    ApiKeyRequest,
+    ApproveRequest,
+    BriefingRequest,
+    BriefingResponse,
+    FeedbackRequest,
+    RejectRequest,
+    RetractRequest,
+    RollbackRequest,
+    SupersedeRequest,
+)
+from services.api.deps import Caller, Svc
+from services.api.metrics import BRIEFING_HINTS, EVENTS_ACCEPTED
+
+router = APIRouter()
+
+
+@router.get("/healthz")
+def healthz(svc: Svc) -> dict[str, Any]:
+    with svc.db.transaction() as cur:
+        cur.execute("SELECT 1 AS ok")
+    return {"status": "ok"}
+
+
+@router.get("/metrics")
+def metrics() -> Response:
+    return PlainTextResponse(generate_latest().decode(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.post("/v1/admin/api-keys", status_code=201)
+def create_api_key(body: ApiKeyRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+    issued = svc.keys.create(caller, body.tenant, body.project, body.role)
+    return {"key": issued.key, "tenant": issued.tenant, "project": issued.project, "role": issued.role}
+
+
+@router.post("/v1/ledger/events", status_code=202)
+def append_events(svc: Svc, caller: Caller, body: Any = Body(...)) -> dict[str, Any]:
+    records = svc.gateway.append(body, caller)
+    EVENTS_ACCEPTED.inc(len(records))
+    return {"accepted": [str(r.event_id) for r in records]}
+
+
+@router.get("/v1/incidents/{incident_id}/episode")
+def get_episode(incident_id: str, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.episodes.episode(caller, incident_id)
+
+
+@router.get("/v1/candidates")
+def list_candidates(svc: Svc, caller: Caller, state: str | None = None,
+                    incident_id: str | None = None) -> dict[str, Any]:
+    return {"candidates": svc.review.list_candidates(caller, state, incident_id)}
+
+
+@router.get("/v1/candidates/{candidate_id}")
+def get_candidate(candidate_id: UUID, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.review.get_candidate(caller, candidate_id)
+
+
+@router.post("/v1/candidates/{candidate_id}/approve")
+def approve(candidate_id: UUID, svc: Svc, caller: Caller, body: ApproveRequest | None = None) -> dict[str, Any]:
+    body = body or ApproveRequest()
+    return svc.review.approve(caller, candidate_id, note=body.note, edits=body.edits,
+                              expected_version=body.expected_version, resolution=body.resolution)
+
+
+@router.post("/v1/candidates/{candidate_id}/reject")
+def reject(candidate_id: UUID, body: RejectRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.review.reject(caller, candidate_id, body.reason)
+
+
+@router.get("/v1/records")
+def list_records(svc: Svc, caller: Caller, incident_id: str | None = None,
+                 state: str | None = None) -> dict[str, Any]:
+    return {"records": svc.memory.list_records(caller, incident_id, state)}
+
+
+@router.get("/v1/records/{family_id}")
+def get_record(family_id: UUID, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.memory.get_record(caller, family_id)
+
+
+@router.get("/v1/records/{family_id}/lineage")
+def lineage(family_id: UUID, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.memory.lineage(caller, family_id)
+
+
+@router.post("/v1/records/{family_id}/retract")
+def retract(family_id: UUID, body: RetractRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.memory.retract(caller, family_id, body.reason)
+
+
+@router.post("/v1/records/{family_id}/expire")
+def expire(family_id: UUID, body: RetractRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.memory.expire(caller, family_id, body.reason)
+
+
+@router.post("/v1/records/{family_id}/supersede")
+def supersede(family_id: UUID, body: SupersedeRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.memory.supersede(caller, family_id, body.changes(), body.reason, body.expected_version)
+
+
+@router.post("/v1/records/{family_id}/correct")
+def correct(family_id: UUID, body: SupersedeRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.memory.supersede(caller, family_id, body.changes(), body.reason, body.expected_version,
+                                action="correct")
+
+
+@router.post("/v1/records/{family_id}/rollback")
+def rollback(family_id: UUID, body: RollbackRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.memory.rollback(caller, family_id, body.to_version, body.reason)
+
+
+@router.post("/v1/briefings")
+def briefing(body: BriefingRequest, svc: Svc, caller: Caller) -> BriefingResponse:
+    response = svc.briefing.brief(caller, body)
+    BRIEFING_HINTS.observe(len(response.hints))
+    return response
+
+
+@router.post("/v1/briefings/{briefing_id}/feedback", status_code=202)
+def feedback(briefing_id: UUID, body: FeedbackRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+    record = svc.briefing.feedback(caller, briefing_id, body)
+    return {"accepted": [str(record.event_id)]}

@@ -1,0 +1,151 @@
+"""BriefingService: answers an agent's question with a few ranked, warning-tagged hints.
+
+Read path (seed 000 section 6): scope from the API key -> hard filters and candidate generation in SQL
+(`candidates`) -> pure ranking (`rank`) and warnings (`warnings`) -> evidence and live checks -> the
+briefing row and its lineage edges, written in the same transaction as the read.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from psycopg.types.json import Jsonb
+
+from schemas.api import BriefingRequest, BriefingResponse, CheckView, EvidenceView, FeedbackRequest, Hint
+from schemas.ledger import EventType, LedgerRecord, Trust, Writer
+from services.briefing import candidates as C
+from services.briefing.rank import RankPolicy, RankQuery, Scored, rank
+from services.briefing.text import analyze
+from services.briefing.warnings import WarningContext, warnings_for
+from services.common.db import Cursor, Database
+from services.common.errors import NotFound
+from services.common.settings import Settings
+from services.gateway.keys import Principal
+from services.gateway.service import LedgerGateway
+from services.memory import records as R
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def token_estimate(payload: Any) -> int:
+    """Rough LLM token count: one per CJK character, ~1.3 per other word, plus JSON punctuation."""
+    text = orjson.dumps(payload).decode()
+    cjk = len(_CJK.findall(text))
+    words = len(re.findall(r"[A-Za-z0-9_]+", _CJK.sub(" ", text)))
+    return int(math.ceil(cjk + words * 1.3 + text.count('"') / 4))
+
+
+def build_query(req: BriefingRequest) -> tuple[RankQuery, list[str]]:
+    text = " ".join(filter(None, [req.text or "", req.alert.name if req.alert else "",
+                                  *(req.alert.labels.values() if req.alert else []), *req.signals]))
+    tokens = analyze(text) if text.strip() else []
+    q = RankQuery(alert=req.alert.name if req.alert else None, services=frozenset(req.services),
+                  signals=frozenset(req.signals), entities=frozenset(req.entities), tokens=frozenset(tokens),
+                  environment=req.environment, cluster=req.cluster, version=req.version,
+                  topology=req.topology_fingerprint)
+    return q, tokens
+
+
+def evidence_views(row: dict[str, Any]) -> list[EvidenceView]:
+    views = []
+    for e in (row.get("evidence") or [])[:5]:
+        untrusted = e.get("trust") == Trust.UNTRUSTED_TEXT.value
+        summary = f"(untrusted {e['source']} text withheld; event {e['event_id']})" if untrusted else e["summary"]
+        views.append(EvidenceView(incident_id=e["incident_id"], event_id=e["event_id"], summary=summary,
+                                  trust=e["trust"], source=e["source"]))
+    return views
+
+
+def checks(row: dict[str, Any], services: list[str]) -> list[CheckView]:
+    out = []
+    for c in (row.get("verify_with") or [])[:3]:
+        query = c["query"]
+        if services and row.get("services") and services[0] not in row["services"]:
+            for old in row["services"]:
+                query = query.replace(old, services[0])
+        out.append(CheckView(source=c["source"], query=query, expect=c["expect"]))
+    return out
+
+
+class BriefingService:
+    def __init__(self, db: Database, settings: Settings, gateway: LedgerGateway | None = None) -> None:
+        self.db = db
+        self.settings = settings
+        self.gateway = gateway
+
+    def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
+        principal.require("agent")
+        now = now or datetime.now(UTC)
+        q, tokens = build_query(req)
+        briefing_id = uuid.uuid4()
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            rows = C.fetch_candidates(cur, req, tokens, principal.project, now)
+            policy = RankPolicy(min_relevance=self.settings.briefing_min_score,
+                                half_life_days=self.settings.episodic_half_life_days, now=now)
+            ranked = rank(q, rows, policy, req.limit)
+            ctx = self._context(cur, ranked, q, principal.project, now)
+            hints = [self._hint(s, q, req, ctx) for s in ranked]
+            self._record(cur, principal, briefing_id, req, hints)
+        response = BriefingResponse(briefing_id=briefing_id, hints=hints, degraded=["embedding"])
+        response.token_estimate = token_estimate(response.model_dump(mode="json", exclude={"token_estimate"}))
+        return response
+
+    def _context(self, cur: Cursor, ranked: list[Scored], q: RankQuery, project: str | None,
+                 now: datetime) -> WarningContext:
+        alerts = {s.row["alert_name"] for s in ranked if s.row.get("alert_name")}
+        return WarningContext(
+            now=now, stale_after_days=self.settings.stale_after_days,
+            low_confidence_below=self.settings.low_confidence_below,
+            alert_categories={a: C.alert_categories(cur, a, project, now) for a in alerts},
+            tenant_misleading=C.misleading_in_tenant(cur, sorted(q.signals)),
+        )
+
+    def _hint(self, s: Scored, q: RankQuery, req: BriefingRequest, ctx: WarningContext) -> Hint:
+        row = s.row
+        return Hint(
+            family_id=row["family_id"], version=row["version"], memory_type=row["memory_type"],
+            summary=row["summary"], root_cause=row["root_cause"], confidence=s.confidence, score=s.score,
+            source_incidents=list(row["source_incidents"]), evidence=evidence_views(row),
+            warnings=warnings_for(q, row, s.confidence, ctx), verify_with=checks(row, req.services),
+            valid_until=row["valid_until"], last_verified_at=row["last_verified_at"],
+            explain=s.parts if req.explain else None,
+        )
+
+    @staticmethod
+    def _record(cur: Cursor, principal: Principal, briefing_id: uuid.UUID, req: BriefingRequest,
+                hints: list[Hint]) -> None:
+        cited = [{"family_id": str(h.family_id), "version": h.version} for h in hints]
+        cur.execute(
+            """INSERT INTO briefings (tenant, briefing_id, project, requested_by, request, cited)
+               VALUES (%s, %s, %s, %s, %s, %s)""",
+            (principal.scoped_tenant, briefing_id, principal.project, principal.key_id,
+             Jsonb(req.model_dump(mode="json")), Jsonb(cited)),
+        )
+        for h in hints:
+            R.add_edge(cur, principal.scoped_tenant, ("briefing", str(briefing_id)), "cited",
+                       ("version", f"{h.family_id}:{h.version}"))
+
+    def feedback(self, principal: Principal, briefing_id: uuid.UUID, body: FeedbackRequest) -> LedgerRecord:
+        """Check that the briefing cited the family, then append a `briefing.feedback` ledger event."""
+        principal.require("agent")
+        assert self.gateway is not None
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            cur.execute("SELECT cited FROM briefings WHERE briefing_id = %s", (briefing_id,))
+            row = cur.fetchone()
+        if row is None:
+            raise NotFound("no such briefing", field="briefing_id")
+        if str(body.family_id) not in {c["family_id"] for c in row["cited"]}:
+            raise NotFound("that briefing did not cite this family", field="family_id")
+        event = {
+            "event_id": str(uuid.uuid4()), "type": EventType.BRIEFING_FEEDBACK.value,
+            "incident_id": body.incident_id, "occurred_at": datetime.now(UTC).isoformat(),
+            "writer": Writer(kind="agent", id=principal.actor).model_dump(), "trust": Trust.USER_STATED.value,
+            "payload": {"briefing_id": str(briefing_id), "family_id": str(body.family_id),
+                        "verdict": body.verdict, "evidence_refs": [str(e) for e in body.evidence_refs]},
+        }
+        return self.gateway.append(event, principal)[0]

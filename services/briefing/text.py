@@ -1,0 +1,130 @@
+"""Tokenizer for Chinese and English incident text, and the domain alias dictionary.
+
+`analyze(text)` returns the lexemes used both when a record version is written (its `search_tokens`)
+and when a briefing is asked: lower-cased English words and their `_`/`-` parts, jieba-segmented
+Chinese words, and `concept:<id>` tokens for every alias phrase found. Lexemes go into PostgreSQL as
+they are (`array_to_tsvector`), so no database-side parser changes them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import jieba
+import yaml
+
+CONCEPT_PREFIX = "concept:"
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
+_CJK = re.compile(r"[\u3400-\u9fff]+")
+_SAFE = re.compile(r"^[\w:.\-]+$")
+STOPWORDS = frozenset(
+    "a an and are as at be by for from in is it of on or that the this to was were with after before "
+    "than then all any not no its into over under while when what which who how our we you they".split()
+)
+_ZH_STOP = frozenset("的 了 和 是 在 有 与 及 被 把 将 后 前 中 时 大量 出现 导致 一个".split())
+_jieba_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Concept:
+    id: str
+    category: str | None
+    terms: tuple[str, ...]
+
+
+class AliasDictionary:
+    def __init__(self, concepts: list[Concept]) -> None:
+        self.concepts = concepts
+        self._terms: list[tuple[str, str, bool]] = []  # (normalized term, concept id, has cjk)
+        for c in concepts:
+            for t in c.terms:
+                norm = normalize(t)
+                self._terms.append((norm, c.id, bool(_CJK.search(norm))))
+        self.category_of = {c.id: c.category for c in concepts}
+
+    def concepts_in(self, normalized_text: str) -> list[str]:
+        found: list[str] = []
+        padded = f" {normalized_text} "
+        for term, cid, cjk in self._terms:
+            if cid in found:
+                continue
+            if (term in normalized_text) if cjk else (f" {term} " in padded or _bounded(term, padded)):
+                found.append(cid)
+        return found
+
+    def cjk_terms(self) -> list[str]:
+        return [t for t, _, cjk in self._terms if cjk]
+
+
+def _bounded(term: str, padded: str) -> bool:
+    return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", padded) is not None
+
+
+def normalize(text: str) -> str:
+    text = text.lower().replace("，", " ").replace("。", " ").replace("、", " ")
+    return re.sub(r"[\s\"'`()\[\]{}<>,;!?]+", " ", text).strip()
+
+
+def load_aliases(extra_file: str | None = None) -> AliasDictionary:
+    base = resources.files("services.briefing") / "data" / "aliases.yaml"
+    docs = [yaml.safe_load(base.read_text(encoding="utf-8"))]
+    if extra_file:
+        docs.append(yaml.safe_load(Path(extra_file).read_text(encoding="utf-8")))
+    merged: dict[str, Concept] = {}
+    for doc in docs:
+        for cid, spec in (doc.get("concepts") or {}).items():
+            prior = merged.get(cid)
+            terms = tuple(dict.fromkeys((*(prior.terms if prior else ()), *map(str, spec.get("terms", [])))))
+            merged[cid] = Concept(cid, spec.get("category") or (prior.category if prior else None), terms)
+    return AliasDictionary(list(merged.values()))
+
+
+@lru_cache(maxsize=1)
+def default_aliases() -> AliasDictionary:
+    aliases = load_aliases()
+    _prime_jieba(aliases)
+    return aliases
+
+
+def _prime_jieba(aliases: AliasDictionary) -> None:
+    jieba.setLogLevel(logging.WARNING)
+    with _jieba_lock:
+        for term in aliases.cjk_terms():
+            if " " not in term:
+                jieba.add_word(term, freq=50000)
+
+
+def _cjk_words(segment: str) -> list[str]:
+    with _jieba_lock:
+        words = jieba.lcut_for_search(segment)
+    return [w for w in words if len(w) >= 2 and w not in _ZH_STOP]
+
+
+def analyze(text: str, aliases: AliasDictionary | None = None) -> list[str]:
+    """Lexemes of `text` in first-seen order, without duplicates."""
+    aliases = aliases or default_aliases()
+    norm = normalize(text)
+    tokens: list[str] = [CONCEPT_PREFIX + c for c in aliases.concepts_in(norm)]
+    for word in _WORD.findall(norm):
+        if word in STOPWORDS or len(word) < 2:
+            continue
+        tokens.append(word)
+        tokens.extend(p for p in re.split(r"[_.\-]", word) if len(p) >= 2 and p not in STOPWORDS)
+    for segment in _CJK.findall(norm):
+        tokens.extend(_cjk_words(segment))
+    return [t for t in dict.fromkeys(tokens) if _SAFE.match(t)]
+
+
+def concepts_of(tokens: list[str]) -> list[str]:
+    return [t[len(CONCEPT_PREFIX):] for t in tokens if t.startswith(CONCEPT_PREFIX)]
+
+
+def tsquery_any(tokens: list[str]) -> str:
+    """A tsquery matching any of the lexemes, each quoted so PostgreSQL keeps it verbatim."""
+    return " | ".join("'" + t.replace("'", "''") + "'" for t in tokens)

@@ -1,0 +1,72 @@
+"""Warnings attached to every hint (CONTRACT section 4). Pure: facts in, warnings out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from schemas.api import Warning_
+from services.briefing.rank import RankQuery
+
+
+@dataclass(frozen=True)
+class WarningContext:
+    now: datetime
+    stale_after_days: int
+    low_confidence_below: float
+    alert_categories: dict[str, dict[str, set[str]]]  # alert name -> category -> incidents
+    tenant_misleading: dict[str, list[str]]  # signal -> incidents where it misled
+
+
+def warnings_for(q: RankQuery, row: dict[str, Any], confidence: float, ctx: WarningContext) -> list[Warning_]:
+    out = [Warning_(code="history_is_hypothesis",
+                    message="A past root cause is a clue to check against current telemetry, not a conclusion.")]
+    out += _alternatives(row, ctx)
+    out += _environment(q, row)
+    out += _misleading(q, row, ctx)
+    seen = row.get("last_verified_at")
+    if seen is not None and (ctx.now - seen).days > ctx.stale_after_days:
+        out.append(Warning_(code="stale", message=f"Last verified {(ctx.now - seen).days} days ago "
+                                                    f"(horizon {ctx.stale_after_days} days)."))
+    if confidence < ctx.low_confidence_below:
+        out.append(Warning_(code="low_confidence", message=f"Confidence {confidence:.2f} is low."))
+    if (row.get("trust_mix") or {}).get("untrusted_text"):
+        out.append(Warning_(code="untrusted_source",
+                            message="Part of the evidence is untrusted text (ticket, chat, web or log text); "
+                                    "it is withheld from this briefing."))
+    return out
+
+
+def _alternatives(row: dict[str, Any], ctx: WarningContext) -> list[Warning_]:
+    cats = ctx.alert_categories.get(row.get("alert_name") or "", {})
+    others = {c: inc for c, inc in cats.items() if c != row.get("root_cause_category")}
+    if not others:
+        return []
+    listed = "; ".join(f"{c} ({', '.join(sorted(i))})" for c, i in sorted(others.items()))
+    return [Warning_(code="alternative_root_causes",
+                     message=f"Alert {row.get('alert_name')} has had other root causes: {listed}.")]
+
+
+def _environment(q: RankQuery, row: dict[str, Any]) -> list[Warning_]:
+    out: list[Warning_] = []
+    diffs = [f"{name} {have!r} (now {asked!r})" for name, asked, have in (
+        ("environment", q.environment, row.get("environment")), ("cluster", q.cluster, row.get("cluster")),
+        ("version", q.version, row.get("version_range"))) if asked and have and asked != have]
+    if diffs:
+        out.append(Warning_(code="environment_mismatch", message="Learned in " + ", ".join(diffs) + "."))
+    if q.topology and row.get("topology_fingerprint") and q.topology != row["topology_fingerprint"]:
+        out.append(Warning_(code="topology_changed",
+                            message="The topology fingerprint differs from when this was learned."))
+    return out
+
+
+def _misleading(q: RankQuery, row: dict[str, Any], ctx: WarningContext) -> list[Warning_]:
+    flagged = {s: ["this record"] for s in q.signals & set(row.get("misleading_signals") or [])}
+    for s in q.signals:
+        if s in ctx.tenant_misleading:
+            flagged.setdefault(s, []).extend(ctx.tenant_misleading[s])
+    if not flagged:
+        return []
+    listed = "; ".join(f"{s} (misled in {', '.join(sorted(set(i)))})" for s, i in sorted(flagged.items()))
+    return [Warning_(code="misleading_signal", message=f"Signals that misled before: {listed}.")]

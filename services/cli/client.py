@@ -1,0 +1,72 @@
+"""A small typed HTTP client of the opslore API, used by the CLI, replay and the tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+
+class ApiError(RuntimeError):
+    def __init__(self, status: int, body: Any) -> None:
+        err = body.get("error", {}) if isinstance(body, dict) else {}
+        super().__init__(f"HTTP {status}: {err.get('message', body)}")
+        self.status = status
+        self.code = err.get("code")
+        self.field = err.get("field")
+
+
+class OpsloreClient:
+    def __init__(self, base_url: str, key: str, timeout: float = 30.0) -> None:
+        self.http = httpx.Client(base_url=base_url, timeout=timeout,
+                                 headers={"Authorization": f"Bearer {key}"})
+
+    def close(self) -> None:
+        self.http.close()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self.http.request(method, path, **kwargs)
+        body = response.json() if response.content else None
+        if response.status_code >= 400:
+            raise ApiError(response.status_code, body)
+        return body
+
+    def create_key(self, tenant: str, role: str, project: str | None = None) -> str:
+        body = self.request("POST", "/v1/admin/api-keys", json={"tenant": tenant, "project": project, "role": role})
+        return str(body["key"])
+
+    def append(self, events: list[dict[str, Any]]) -> list[str]:
+        return list(self.request("POST", "/v1/ledger/events", json={"events": events})["accepted"])
+
+    def episode(self, incident_id: str) -> dict[str, Any] | None:
+        try:
+            return dict(self.request("GET", f"/v1/incidents/{incident_id}/episode"))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def candidates(self, **params: str) -> list[dict[str, Any]]:
+        return list(self.request("GET", "/v1/candidates", params=params)["candidates"])
+
+    def approve(self, candidate_id: str, **body: Any) -> dict[str, Any]:
+        return dict(self.request("POST", f"/v1/candidates/{candidate_id}/approve", json=body))
+
+    def reject(self, candidate_id: str, reason: str) -> dict[str, Any]:
+        return dict(self.request("POST", f"/v1/candidates/{candidate_id}/reject", json={"reason": reason}))
+
+    def records(self, **params: str) -> list[dict[str, Any]]:
+        return list(self.request("GET", "/v1/records", params=params)["records"])
+
+    def record(self, family_id: str) -> dict[str, Any]:
+        return dict(self.request("GET", f"/v1/records/{family_id}"))
+
+    def record_op(self, family_id: str, op: str, body: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.request("POST", f"/v1/records/{family_id}/{op}", json=body))
+
+    def briefing(self, request: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.request("POST", "/v1/briefings", json=request))
+
+    def feedback(self, briefing_id: str, family_id: str, verdict: str, incident_id: str = "CURRENT") -> list[str]:
+        body = {"family_id": family_id, "verdict": verdict, "incident_id": incident_id}
+        return list(self.request("POST", f"/v1/briefings/{briefing_id}/feedback", json=body)["accepted"])

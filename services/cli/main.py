@@ -1,0 +1,194 @@
+"""The `opslore` command line: run the services, operate the database, brief and review."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from services.cli.client import ApiError, OpsloreClient
+from services.common.settings import get_settings
+
+app = typer.Typer(help="opslore: event-sourced incident memory for SRE agents", no_args_is_help=True)
+db_app = typer.Typer(help="database schema", no_args_is_help=True)
+projector_app = typer.Typer(help="the ledger -> episode projector", no_args_is_help=True)
+review_app = typer.Typer(help="review memory candidates", no_args_is_help=True)
+records_app = typer.Typer(help="governed memory records", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(projector_app, name="projector")
+app.add_typer(review_app, name="review")
+app.add_typer(records_app, name="records")
+console = Console()
+
+
+def _client() -> OpsloreClient:
+    s = get_settings()
+    if not s.api_key:
+        raise typer.BadParameter("set OPSLORE_API_KEY (or api_key in the OPSLORE_CONFIG file)")
+    return OpsloreClient(s.api_url, s.api_key)
+
+
+def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except ApiError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def api(host: str | None = None, port: int | None = None) -> None:
+    """Run the HTTP API (default 127.0.0.1:9001)."""
+    import uvicorn
+
+    from services.api.app import create_app
+
+    s = get_settings()
+    uvicorn.run(create_app(s), host=host or s.api_host, port=port or s.api_port, log_level="warning")
+
+
+@db_app.command("migrate")
+def db_migrate() -> None:
+    """Apply the forward-only SQL migrations (owner role)."""
+    from services.common.migrate import apply_migrations
+
+    applied = apply_migrations(get_settings().owner_database_url)
+    console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+
+
+@app.command("topics")
+def topics() -> None:
+    """Create the ledger and dead-letter topics if they are missing."""
+    from services.common.kafka import ensure_topics
+
+    ensure_topics(get_settings())
+
+
+@projector_app.command("run")
+def projector_run() -> None:
+    """Consume the ledger and maintain episodes and candidates until SIGTERM."""
+    from services.common.db import Database
+    from services.projector.runner import ProjectorRunner
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    s = get_settings()
+    db = Database(s.database_url, max_size=2)
+    db.open()
+    try:
+        ProjectorRunner(s, db).run_forever()
+    finally:
+        db.close()
+
+
+@projector_app.command("rebuild")
+def projector_rebuild() -> None:
+    """Empty the projection and its offsets; a running projector must be restarted to replay from 0."""
+    from services.projector.runner import rebuild
+
+    s = get_settings()
+    rebuild(s, s.owner_database_url)
+    console.print("projection emptied; restart the projector to rebuild from offset 0")
+
+
+@app.command()
+def keys(tenant: str, role: str = "reviewer", project: str | None = None) -> None:
+    """Create an API key with the bootstrap token (OPSLORE_ADMIN_TOKEN)."""
+    s = get_settings()
+    client = OpsloreClient(s.api_url, s.admin_token)
+    print(_call(client.create_key, tenant, role, project))
+
+
+@app.command()
+def brief(
+    text: Annotated[str, typer.Option(help="what the agent sees")] = "",
+    alert: str | None = None,
+    service: Annotated[list[str] | None, typer.Option(help="service (repeatable)")] = None,
+    signal: Annotated[list[str] | None, typer.Option(help="signal (repeatable)")] = None,
+    limit: int = 5,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Ask for a briefing and print it."""
+    req: dict[str, Any] = {"text": text or None, "services": service or [], "signals": signal or [], "limit": limit}
+    if alert:
+        req["alert"] = {"name": alert}
+    answer = _call(_client().briefing, req)
+    if as_json:
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
+        return
+    print_briefing(answer)
+
+
+def print_briefing(answer: dict[str, Any]) -> None:
+    if not answer["hints"]:
+        console.print("[yellow]No relevant memory: investigate from current evidence.[/yellow]")
+    for i, h in enumerate(answer["hints"], 1):
+        console.rule(f"hint {i}  score {h['score']:.3f}  confidence {h['confidence']:.2f}  ({h['authority']})")
+        console.print(f"[bold]{h['summary']}[/bold]\nroot cause: {h['root_cause']}")
+        console.print(f"from: {', '.join(h['source_incidents'])}")
+        for w in h["warnings"]:
+            console.print(f"  [magenta]! {w['code']}[/magenta]: {w['message']}")
+        for c in h["verify_with"]:
+            console.print(f"  [cyan]check[/cyan] {c['source']}: {c['query']}\n        {c['expect']}")
+    console.print(f"(~{answer['token_estimate']} tokens, degraded: {answer['degraded'] or 'none'})")
+
+
+@review_app.command("list")
+def review_list(state: str = "pending", incident: str | None = None) -> None:
+    """List candidates waiting for review."""
+    params = {"state": state, **({"incident_id": incident} if incident else {})}
+    rows = _call(_client().candidates, **params)
+    table = Table("candidate", "incident", "type", "proposal", "summary")
+    for c in rows:
+        kind = (c.get("proposal") or {}).get("kind", c["state"])
+        table.add_row(str(c["candidate_id"]), c["incident_id"], c["memory_type"], kind, c["summary"][:70])
+    console.print(table)
+
+
+@review_app.command("approve")
+def review_approve(candidate_id: str, note: str | None = None, summary: str | None = None) -> None:
+    """Approve a candidate (optionally with an edited summary)."""
+    body: dict[str, Any] = {"note": note}
+    if summary:
+        body["edits"] = {"summary": summary}
+    out = _call(_client().approve, candidate_id, **body)
+    console.print(f"approved -> family {out['family_id']} version {out['version']}")
+
+
+@review_app.command("reject")
+def review_reject(candidate_id: str, reason: Annotated[str, typer.Option(help="why")]) -> None:
+    """Reject a candidate with a reason."""
+    _call(_client().reject, candidate_id, reason)
+    console.print("rejected")
+
+
+@records_app.command("history")
+def records_history(family_id: str) -> None:
+    """Show every version of a family and its audit trail."""
+    rec = _call(_client().record, family_id)
+    table = Table("version", "state", "created", "by", "summary")
+    for v in rec["versions"]:
+        table.add_row(str(v["version"]), v["state"], str(v["created_at"])[:19], v["created_by"], v["summary"][:60])
+    console.print(table)
+
+
+@records_app.command("retract")
+def records_retract(family_id: str, reason: Annotated[str, typer.Option(help="why")]) -> None:
+    """Retract a family (logical; reversible by rollback)."""
+    out = _call(_client().record_op, family_id, "retract", {"reason": reason})
+    console.print(f"retracted version {out['version']}")
+
+
+@records_app.command("rollback")
+def records_rollback(family_id: str, to: Annotated[int, typer.Option("--to")],
+                     reason: Annotated[str, typer.Option(help="why")] = "rollback") -> None:
+    """Restore the content of an earlier version as a new current version."""
+    out = _call(_client().record_op, family_id, "rollback", {"to_version": to, "reason": reason})
+    console.print(f"family {out['family_id']} now at version {out['version']}")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,42 @@
+"""Settings from `OPSLORE_*` environment variables and an optional TOML/env config file.
+
+The file is named by `OPSLORE_CONFIG` (a `.env`-style file); environment variables win over it.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="OPSLORE_", env_file=os.environ.get("OPSLORE_CONFIG"), extra="ignore"
+    )
+
+    database_url: str = "postgresql://opslore_app:opslore-app@127.0.0.1:5433/opslore"
+    owner_database_url: str = "postgresql://opslore_owner:opslore-owner@127.0.0.1:5433/opslore"
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    topic: str = "evidence-ledger"
+    dlq_topic: str = "evidence-ledger-dlq"
+    topic_partitions: int = 6
+    consumer_group: str = "opslore-projector"
+    admin_token: str = Field(default="", repr=False)
+    api_host: str = "127.0.0.1"
+    api_port: int = 9001
+    api_url: str = "http://127.0.0.1:9001"
+    api_key: str = Field(default="", repr=False)
+    # briefing
+    briefing_min_score: float = 0.35
+    stale_after_days: int = 90
+    episodic_half_life_days: float = 30.0
+    low_confidence_below: float = 0.5
+    alias_file: str | None = None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,106 @@
+"""LedgerGateway: validate, bind tenant and project from the key, hash, and append all-or-nothing.
+
+A request is validated completely before anything is produced; the batch is then produced inside one
+Kafka transaction (idempotent producer, acks=all) and consumers read committed records only, so a
+rejected or failed request appends nothing that any projector will ever see.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from kafka import KafkaProducer
+from kafka.errors import KafkaError
+
+from schemas.ledger import (
+    LedgerRecord,
+    LedgerValidationError,
+    SubmittedEvent,
+    bind_event,
+    parse_submitted_event,
+)
+from services.common.errors import Forbidden, InvalidInput, Unavailable
+from services.gateway.keys import Principal
+
+MAX_BATCH = 1000
+DEFAULT_PROJECT = "default"
+
+
+def split_request(body: Any) -> tuple[list[Any], str]:
+    """A request is one envelope or `{"events": [...]}`; returns the raw events and the field prefix."""
+    if isinstance(body, dict) and "events" in body and "event_id" not in body:
+        events = body["events"]
+        if not isinstance(events, list) or not events:
+            raise InvalidInput("events must be a non-empty list", field="events")
+        if len(events) > MAX_BATCH:
+            raise InvalidInput(f"at most {MAX_BATCH} events per request", field="events")
+        return events, "events"
+    return [body], ""
+
+
+def bind_scope(event: SubmittedEvent, principal: Principal) -> tuple[str, str]:
+    tenant = principal.scoped_tenant
+    if event.tenant is not None and event.tenant != tenant:
+        raise Forbidden(f"tenant {event.tenant!r} does not match the API key's tenant")
+    if principal.project is not None:
+        if event.project is not None and event.project != principal.project:
+            raise Forbidden(f"project {event.project!r} does not match the API key's project")
+        return tenant, principal.project
+    return tenant, event.project or DEFAULT_PROJECT
+
+
+def validate_request(body: Any, principal: Principal, now: datetime) -> list[LedgerRecord]:
+    raw_events, prefix = split_request(body)
+    records: list[LedgerRecord] = []
+    for index, raw in enumerate(raw_events):
+        where = f"{prefix}[{index}]" if prefix else ""
+        try:
+            event = parse_submitted_event(raw)
+        except LedgerValidationError as exc:
+            field = exc.prefixed(where).field if where else exc.field
+            raise InvalidInput(f"{field or 'body'}: {exc.message}", field=field or "body") from None
+        try:
+            tenant, project = bind_scope(event, principal)
+        except Forbidden as exc:
+            raise Forbidden(exc.message, field=f"{where}.tenant" if where else "tenant") from None
+        records.append(bind_event(event, tenant, project).to_record(now))
+    ids = [r.event_id for r in records]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("a batch repeats an event_id", field=prefix or "event_id")
+    return records
+
+
+class LedgerGateway:
+    def __init__(self, producer: KafkaProducer, topic: str) -> None:
+        self.producer = producer
+        self.topic = topic
+        self._lock = threading.Lock()  # one Kafka transaction at a time per producer
+
+    def append(self, body: Any, principal: Principal) -> list[LedgerRecord]:
+        principal.require("agent")
+        records = validate_request(body, principal, datetime.now(UTC))
+        self.produce(records)
+        return records
+
+    def produce(self, records: Sequence[LedgerRecord]) -> None:
+        with self._lock:
+            try:
+                self.producer.begin_transaction()
+                futures = [
+                    self.producer.send(self.topic, key=r.kafka_key, value=r.to_json()) for r in records
+                ]
+                self.producer.commit_transaction()
+                for f in futures:
+                    f.get(timeout=30)
+            except KafkaError as exc:
+                self._abort()
+                raise Unavailable(f"the ledger did not accept the events: {exc}") from exc
+
+    def _abort(self) -> None:
+        try:
+            self.producer.abort_transaction()
+        except KafkaError:
+            pass

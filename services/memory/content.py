@@ -1,0 +1,80 @@
+"""Pure construction of record-version content from a candidate draft, edits or a supersede request."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from schemas.memory import ApprovalEdits, CandidateDraft, VersionContent
+from services.briefing.text import analyze
+
+UNTRUSTED = "untrusted_text"
+
+
+def search_text(c: VersionContent) -> str:
+    """The text a version is found by. Untrusted evidence is never indexed: it cannot steer recall."""
+    trusted_evidence = [e.summary for e in c.evidence if e.trust != UNTRUSTED]
+    parts = [c.summary, c.canonical_content, c.root_cause or "", c.root_cause_category or "",
+             c.alert_name or "", *c.services, *c.signals, *c.entities, *trusted_evidence]
+    return "\n".join(p for p in parts if p)
+
+
+def with_tokens(c: VersionContent) -> VersionContent:
+    return c.model_copy(update={"search_tokens": " ".join(analyze(search_text(c)))})
+
+
+def cap_authority(c: VersionContent) -> VersionContent:
+    """Anything resting on untrusted text is at most a clue, whatever a reviewer or edit asked."""
+    if c.trust_mix.get(UNTRUSTED) and c.authority != "background":
+        return c.model_copy(update={"authority": "clue"})
+    return c
+
+
+def from_draft(draft: CandidateDraft, edits: ApprovalEdits | None, valid_from: datetime) -> VersionContent:
+    canonical = "\n".join(filter(None, [
+        f"Root cause: {draft.root_cause}",
+        f"Category: {draft.root_cause_category}" if draft.root_cause_category else "",
+        f"Verified hypotheses: {'; '.join(draft.verified_hypotheses)}" if draft.verified_hypotheses else "",
+        f"Resolution: {draft.resolution}" if draft.resolution else "",
+        f"Actions that worked: {'; '.join(draft.procedure)}" if draft.procedure else "",
+    ]))
+    content = VersionContent(
+        memory_type=draft.memory_type, authority=draft.authority, summary=draft.summary,
+        canonical_content=canonical, root_cause=draft.root_cause, root_cause_category=draft.root_cause_category,
+        alert_name=draft.alert_name, services=draft.services, signals=draft.signals, entities=draft.entities,
+        misleading_signals=draft.misleading_signals, source_incidents=draft.source_incidents,
+        evidence=draft.evidence, verify_with=draft.verify_with, trust_mix=draft.trust_mix,
+        confidence=draft.confidence, environment=draft.environment, cluster=draft.cluster,
+        version_range=draft.version, topology_fingerprint=draft.topology_fingerprint,
+        observed_at=draft.observed_at, valid_from=valid_from, last_verified_at=draft.last_verified_at,
+    )
+    return with_tokens(cap_authority(apply_edits(content, edits)))
+
+
+def apply_edits(c: VersionContent, edits: ApprovalEdits | None) -> VersionContent:
+    if edits is None:
+        return c
+    update: dict[str, object] = {}
+    if edits.summary is not None:
+        update["summary"] = edits.summary
+    if edits.valid_until is not None:
+        update["valid_until"] = edits.valid_until
+    if edits.level is not None:
+        update["level"] = edits.level
+    if edits.authority is not None:
+        update["authority"] = edits.authority
+    if edits.applicability is not None:
+        update.update(edits.applicability.model_dump(exclude_none=True))
+    return c.model_copy(update=update)
+
+
+def merge_into(current: VersionContent, new: VersionContent) -> VersionContent:
+    """A candidate approved as the next version of a family keeps the family's earlier sources."""
+    incidents = list(dict.fromkeys([*current.source_incidents, *new.source_incidents]))
+    seen = {e.event_id for e in new.evidence}
+    evidence = [*new.evidence, *[e for e in current.evidence if e.event_id not in seen]][:20]
+    mix = dict(current.trust_mix)
+    for k, v in new.trust_mix.items():
+        mix[k] = mix.get(k, 0) + v
+    merged = new.model_copy(update={"source_incidents": incidents, "evidence": evidence, "trust_mix": mix,
+                                    "signals": list(dict.fromkeys([*new.signals, *current.signals]))})
+    return with_tokens(cap_authority(merged))

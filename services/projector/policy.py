@@ -1,0 +1,168 @@
+"""EpisodeProjector policy: (episode so far, ledger event) -> changes. Pure.
+
+No clock, no randomness, no I/O: every value written comes from the event or the prior state, and ids
+are UUID v5 of stable inputs, so a rebuild from offset 0 reproduces the live tables exactly.
+`store.ProjectionStore` writes the changes; `runner.ProjectorRunner` owns the transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from uuid import UUID
+
+from schemas import ledger as L
+from schemas.memory import (
+    MAX_ACTIONS,
+    MAX_OBSERVATIONS,
+    ActionItem,
+    CandidateDraft,
+    Episode,
+    HypothesisItem,
+    MisleadingItem,
+    ObservationItem,
+)
+from services.projector import gate
+
+CANDIDATE_NAMESPACE = uuid.UUID("6f0b2d1c-3c55-4d8e-9a51-4f2f1c7e9b10")
+
+
+@dataclass(frozen=True)
+class NewCandidate:
+    candidate_id: UUID
+    incident_id: str
+    project: str
+    created_at: datetime
+    draft: CandidateDraft
+
+
+@dataclass(frozen=True)
+class FeedbackDelta:
+    family_id: UUID
+    verdict: str
+    occurred_at: datetime
+
+
+@dataclass(frozen=True)
+class MisleadingSignal:
+    event_id: UUID
+    incident_id: str
+    project: str
+    signal: str
+    reason: str
+
+
+@dataclass
+class Changes:
+    episode: Episode | None = None
+    candidate: NewCandidate | None = None
+    misleading: list[MisleadingSignal] = field(default_factory=list)
+    feedback: FeedbackDelta | None = None
+
+
+def candidate_id_for(tenant: str, incident_id: str, resolved_event_id: UUID) -> UUID:
+    return uuid.uuid5(CANDIDATE_NAMESPACE, f"{tenant}/{incident_id}/{resolved_event_id}")
+
+
+def project(state: Episode | None, event: L.LedgerRecord) -> Changes:
+    """Decide what one event changes. `state` is the incident's episode before the event, if any."""
+    payload = event.typed_payload()
+    if isinstance(payload, L.BriefingFeedback):
+        return Changes(feedback=FeedbackDelta(payload.family_id, payload.verdict, event.occurred_at))
+    episode = _start(state, event)
+    changes = Changes(episode=episode)
+    _apply(episode, event, payload, changes)
+    episode.event_count += 1
+    if episode.status == "resolved" and episode.resolved_event_id and not episode.candidate_ids:
+        changes.candidate = _gate(episode, event)
+    return changes
+
+
+def _start(state: Episode | None, event: L.LedgerRecord) -> Episode:
+    if state is not None:
+        return state.model_copy(deep=True)
+    return Episode(tenant=event.tenant, project=event.project, incident_id=event.incident_id)
+
+
+def _apply(episode: Episode, event: L.LedgerRecord, payload: L.Payload, changes: Changes) -> None:
+    match payload:
+        case L.IncidentOpened():
+            _opened(episode, event, payload)
+        case L.ObservationRecorded():
+            _observed(episode, event, payload)
+        case L.HypothesisProposed():
+            h = episode.hypotheses.setdefault(payload.hypothesis_id, HypothesisItem(hypothesis_id=payload.hypothesis_id))
+            h.statement = payload.statement
+            h.root_cause_category = payload.root_cause_category or h.root_cause_category
+        case L.HypothesisJudged():
+            _judged(episode, event, payload)
+        case L.SignalMisleading():
+            episode.misleading_signals.append(MisleadingItem(event_id=event.event_id, signal=payload.signal, reason=payload.reason))
+            changes.misleading.append(MisleadingSignal(event.event_id, episode.incident_id, episode.project, payload.signal, payload.reason))
+        case L.ActionTaken():
+            if len(episode.actions) < MAX_ACTIONS:
+                episode.actions.append(ActionItem(
+                    event_id=event.event_id, action=payload.action, kind=payload.kind,
+                    outcome=payload.outcome, runbook_ref=payload.runbook_ref, trust=event.trust.value,
+                ))
+        case L.IncidentResolved():
+            _resolved(episode, event, payload)
+
+
+def _opened(episode: Episode, event: L.LedgerRecord, p: L.IncidentOpened) -> None:
+    episode.alert_name = p.alert.name
+    episode.alert_labels = dict(p.alert.labels)
+    episode.title = p.title or episode.title
+    episode.services = _merge(episode.services, p.services)
+    episode.environment = p.environment or episode.environment
+    episode.cluster = p.cluster or episode.cluster
+    episode.version = p.version or episode.version
+    episode.topology_fingerprint = p.topology_fingerprint or episode.topology_fingerprint
+    episode.opened_at = episode.opened_at or event.occurred_at
+
+
+def _observed(episode: Episode, event: L.LedgerRecord, p: L.ObservationRecorded) -> None:
+    if len(episode.observations) >= MAX_OBSERVATIONS:
+        episode.observations_dropped += 1
+        return
+    episode.observations.append(ObservationItem(
+        event_id=event.event_id, source=p.source, summary=p.summary, query=p.query,
+        signals=list(p.signals), entities=list(p.entities), trust=event.trust.value,
+        writer=f"{event.writer.kind}:{event.writer.id}", occurred_at=event.occurred_at,
+    ))
+
+
+def _judged(episode: Episode, event: L.LedgerRecord, p: L.HypothesisJudged) -> None:
+    h = episode.hypotheses.setdefault(p.hypothesis_id, HypothesisItem(hypothesis_id=p.hypothesis_id))
+    h.status = "verified" if event.type == L.EventType.HYPOTHESIS_VERIFIED else "refuted"
+    h.evidence_refs = list(p.evidence_refs)
+    h.judged_at = event.occurred_at
+
+
+def _resolved(episode: Episode, event: L.LedgerRecord, p: L.IncidentResolved) -> None:
+    episode.status = "resolved"
+    episode.resolved_at = event.occurred_at
+    episode.root_cause = p.root_cause
+    episode.root_cause_category = p.root_cause_category
+    episode.resolution_summary = p.summary
+    episode.resolution = p.resolution
+    episode.resolution_refs = list(p.evidence_refs)
+    episode.services = _merge(episode.services, p.services or [])
+    episode.resolved_event_id = event.event_id
+    episode.candidate_ids = []
+    episode.gate_verdict = None
+
+
+def _gate(episode: Episode, event: L.LedgerRecord) -> NewCandidate | None:
+    verdict = gate.evaluate(episode)
+    episode.gate_verdict = verdict.reason
+    if verdict.draft is None or episode.resolved_event_id is None:
+        return None
+    cid = candidate_id_for(episode.tenant, episode.incident_id, episode.resolved_event_id)
+    episode.candidate_ids = [cid]
+    return NewCandidate(cid, episode.incident_id, episode.project, event.occurred_at, verdict.draft)
+
+
+def _merge(current: list[str], extra: list[str]) -> list[str]:
+    return current + [s for s in extra if s not in current]

@@ -1,0 +1,189 @@
+"""ProjectorRunner: the poll loop that turns the ledger topic into PostgreSQL projections.
+
+Commit order for each polled batch:
+  1. Decode every record. One that does not decode, or whose projection raises, is set aside for the
+     dead-letter topic with the reason (inside the transaction a SAVEPOINT undoes its partial writes).
+  2. In ONE PostgreSQL transaction: for each record, scope to its tenant, skip it if its
+     `(tenant, event_id)` was seen, otherwise apply the policy's changes; then store the next offset
+     of every partition in `projector_offsets`.
+  3. Produce the dead-letter records and flush them (before the commit, so none is lost).
+  4. Commit the PostgreSQL transaction.
+  5. Only then commit the Kafka consumer-group offsets (for lag monitoring).
+PostgreSQL is the source of truth for the position: when partitions are assigned, the runner seeks
+to the stored offsets (or to the beginning when there are none, which is how a rebuild starts).
+A crash before 4 re-reads the batch (nothing was applied); after 4, the stored offsets skip it.
+A crash between 3 and 4 can repeat a dead-letter record; its key (topic/partition/offset) dedupes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+from pydantic import ValidationError
+
+from schemas.ledger import LedgerRecord
+from services.common.db import Cursor, Database, set_tenant
+from services.common.kafka import ledger_consumer, plain_producer
+from services.common.settings import Settings
+from services.projector import policy, store
+
+log = logging.getLogger("opslore.projector")
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    partition: int
+    offset: int
+    reason: str
+    value: bytes
+
+    def key(self, topic: str) -> bytes:
+        return f"{topic}/{self.partition}/{self.offset}".encode()
+
+    def to_json(self, topic: str) -> bytes:
+        return orjson.dumps({
+            "topic": topic, "partition": self.partition, "offset": self.offset,
+            "reason": self.reason, "value": self.value.decode("utf-8", errors="replace"),
+        })
+
+
+@dataclass
+class BatchResult:
+    applied: int = 0
+    duplicates: int = 0
+    dead_letters: int = 0
+
+
+class _SeekToStoredOffsets(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, runner: ProjectorRunner) -> None:
+        self.runner = runner
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        return None
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.runner.seek_to_stored(list(assigned))
+
+
+class ProjectorRunner:
+    def __init__(self, settings: Settings, db: Database, *, consumer_name: str | None = None) -> None:
+        self.settings = settings
+        self.db = db
+        self.topic = settings.topic
+        self.consumer_name = consumer_name or settings.consumer_group
+        self.consumer: KafkaConsumer | None = None
+        self.dlq: KafkaProducer | None = None
+        self.stop_event = threading.Event()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self.consumer = ledger_consumer(self.settings, self.consumer_name)
+        self.consumer.subscribe([self.topic], listener=_SeekToStoredOffsets(self))
+        self.dlq = plain_producer(self.settings, f"{self.consumer_name}-dlq")
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close(autocommit=False)
+        if self.dlq is not None:
+            self.dlq.close()
+
+    def run_forever(self) -> None:
+        signal.signal(signal.SIGTERM, lambda *_: self.stop_event.set())
+        self.start()
+        try:
+            while not self.stop_event.is_set():
+                self.poll_once()
+        finally:
+            self.close()
+
+    def seek_to_stored(self, partitions: Sequence[TopicPartition]) -> None:
+        assert self.consumer is not None
+        with self.db.transaction() as cur:
+            stored = store.load_offsets(cur, self.consumer_name, self.topic)
+        for tp in partitions:
+            if tp.partition in stored:
+                self.consumer.seek(tp, stored[tp.partition])
+            else:
+                self.consumer.seek_to_beginning(tp)
+
+    # ------------------------------------------------------------------ one batch
+    def poll_once(self, timeout_ms: int = 500) -> BatchResult:
+        assert self.consumer is not None
+        polled = self.consumer.poll(timeout_ms=timeout_ms, max_records=500)
+        if not polled:
+            return BatchResult()
+        records = [r for batch in polled.values() for r in batch]
+        result, offsets = self._project(records)
+        self._commit_kafka(offsets)
+        return result
+
+    def _project(self, records: list[Any]) -> tuple[BatchResult, dict[int, int]]:
+        result = BatchResult()
+        offsets: dict[int, int] = {}
+        dead: list[DeadLetter] = []
+        with self.db.pool.connection() as conn:
+            with conn.transaction(), conn.cursor() as cur:
+                for rec in records:
+                    outcome = self._apply_one(cur, rec, dead)
+                    if outcome == "applied":
+                        result.applied += 1
+                    elif outcome == "duplicate":
+                        result.duplicates += 1
+                    offsets[rec.partition] = rec.offset + 1
+                store.save_offsets(cur, self.consumer_name, self.topic, offsets)
+                self._publish_dead_letters(dead)
+            # leaving the transaction block commits (step 4)
+        result.dead_letters = len(dead)
+        return result, offsets
+
+    def _apply_one(self, cur: Cursor, rec: Any, dead: list[DeadLetter]) -> str:
+        try:
+            event = LedgerRecord.model_validate_json(rec.value)
+            event.typed_payload()
+        except (ValidationError, ValueError) as exc:
+            dead.append(DeadLetter(rec.partition, rec.offset, f"undecodable: {exc}"[:2000], bytes(rec.value or b"")))
+            return "dead"
+        try:
+            with cur.connection.transaction():  # SAVEPOINT
+                set_tenant(cur, event.tenant)
+                if not store.record_event(cur, event, rec.partition, rec.offset):
+                    return "duplicate"
+                state = store.load_episode(cur, event.tenant, event.incident_id)
+                store.apply_changes(cur, event.tenant, policy.project(state, event))
+        except Exception as exc:  # a projection bug must not stop the partition
+            log.exception("projection failed at %s/%s", rec.partition, rec.offset)
+            dead.append(DeadLetter(rec.partition, rec.offset, f"projection failed: {exc!r}"[:2000], bytes(rec.value)))
+            return "dead"
+        return "applied"
+
+    def _publish_dead_letters(self, dead: list[DeadLetter]) -> None:
+        if not dead:
+            return
+        assert self.dlq is not None
+        for d in dead:
+            log.warning("dead letter %s/%s: %s", d.partition, d.offset, d.reason[:200])
+            self.dlq.send(self.settings.dlq_topic, key=d.key(self.topic), value=d.to_json(self.topic))
+        self.dlq.flush(timeout=30)
+
+    def _commit_kafka(self, offsets: dict[int, int]) -> None:
+        assert self.consumer is not None
+        commits = {TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}
+        try:
+            self.consumer.commit(commits)
+        except Exception:  # informational only; PostgreSQL holds the real position
+            log.warning("kafka offset commit failed; PostgreSQL offsets remain authoritative", exc_info=True)
+
+
+def rebuild(settings: Settings, owner_db_url: str) -> None:
+    """Empty the projection and its offsets; the next projector run replays the topic from offset 0."""
+    import psycopg
+
+    with psycopg.connect(owner_db_url) as conn, conn.transaction(), conn.cursor() as cur:
+        store.truncate_projection(cur, settings.consumer_group)  # type: ignore[arg-type]

@@ -1,0 +1,112 @@
+"""ProjectionStore: reads episode state and writes the policy's changes through a given cursor.
+
+It never opens or commits a transaction: `runner.ProjectorRunner` does. Every write is idempotent
+on its natural key, and the event row `(tenant, event_id)` is the dedupe guard: a repeated event id
+is skipped before the policy runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from schemas.ledger import LedgerRecord
+from schemas.memory import Episode
+from services.common.db import Cursor
+from services.projector.policy import Changes, FeedbackDelta, MisleadingSignal, NewCandidate
+
+PROJECTION_TABLES = ("ledger_events", "episodes", "candidates", "misleading_signals", "family_feedback")
+
+
+def record_event(cur: Cursor, rec: LedgerRecord, partition: int, offset: int) -> bool:
+    """Insert the event row; False when this tenant has already seen the event id."""
+    cur.execute(
+        """INSERT INTO ledger_events (tenant, event_id, project, incident_id, type, trust, writer,
+               occurred_at, recorded_at, content_hash, payload, source_partition, source_offset)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+           ON CONFLICT (tenant, event_id) DO NOTHING RETURNING 1 AS inserted""",
+        (rec.tenant, rec.event_id, rec.project, rec.incident_id, rec.type.value, rec.trust.value,
+         Jsonb(rec.writer.model_dump()), rec.occurred_at, rec.recorded_at, rec.content_hash,
+         Jsonb(rec.payload), partition, offset),
+    )
+    return cur.fetchone() is not None
+
+
+def load_episode(cur: Cursor, tenant: str, incident_id: str) -> Episode | None:
+    cur.execute("SELECT body FROM episodes WHERE tenant = %s AND incident_id = %s", (tenant, incident_id))
+    row = cur.fetchone()
+    return Episode.model_validate(row["body"]) if row else None
+
+
+def apply_changes(cur: Cursor, tenant: str, changes: Changes) -> None:
+    if changes.episode is not None:
+        _save_episode(cur, changes.episode)
+    if changes.candidate is not None:
+        _insert_candidate(cur, tenant, changes.candidate)
+    for item in changes.misleading:
+        _insert_misleading(cur, tenant, item)
+    if changes.feedback is not None:
+        _apply_feedback(cur, tenant, changes.feedback)
+
+
+def _save_episode(cur: Cursor, ep: Episode) -> None:
+    cur.execute(
+        """INSERT INTO episodes (tenant, incident_id, project, status, event_count, opened_at, resolved_at, body)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+           ON CONFLICT (tenant, incident_id) DO UPDATE SET project = EXCLUDED.project,
+             status = EXCLUDED.status, event_count = EXCLUDED.event_count, opened_at = EXCLUDED.opened_at,
+             resolved_at = EXCLUDED.resolved_at, body = EXCLUDED.body""",
+        (ep.tenant, ep.incident_id, ep.project, ep.status, ep.event_count, ep.opened_at, ep.resolved_at,
+         Jsonb(ep.model_dump(mode="json"))),
+    )
+
+
+def _insert_candidate(cur: Cursor, tenant: str, c: NewCandidate) -> None:
+    cur.execute(
+        """INSERT INTO candidates (tenant, candidate_id, project, incident_id, memory_type, summary, content, created_at)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING""",
+        (tenant, c.candidate_id, c.project, c.incident_id, c.draft.memory_type, c.draft.summary,
+         Jsonb(c.draft.model_dump(mode="json")), c.created_at),
+    )
+
+
+def _insert_misleading(cur: Cursor, tenant: str, m: MisleadingSignal) -> None:
+    cur.execute(
+        """INSERT INTO misleading_signals (tenant, event_id, project, incident_id, signal, reason)
+           VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING""",
+        (tenant, m.event_id, m.project, m.incident_id, m.signal, m.reason),
+    )
+
+
+def _apply_feedback(cur: Cursor, tenant: str, f: FeedbackDelta) -> None:
+    column = {"adopted": "adopted", "refuted": "refuted", "ignored": "ignored"}[f.verdict]
+    cur.execute(
+        f"""INSERT INTO family_feedback (tenant, family_id, {column}, last_feedback_at) VALUES (%s, %s, 1, %s)
+            ON CONFLICT (tenant, family_id) DO UPDATE SET {column} = family_feedback.{column} + 1,
+              last_feedback_at = GREATEST(family_feedback.last_feedback_at, EXCLUDED.last_feedback_at)""",
+        (tenant, f.family_id, f.occurred_at),
+    )
+
+
+def load_offsets(cur: Cursor, consumer: str, topic: str) -> dict[int, int]:
+    cur.execute(
+        "SELECT partition, next_offset FROM projector_offsets WHERE consumer = %s AND topic = %s",
+        (consumer, topic),
+    )
+    return {int(r["partition"]): int(r["next_offset"]) for r in cur.fetchall()}
+
+
+def save_offsets(cur: Cursor, consumer: str, topic: str, offsets: dict[int, int]) -> None:
+    rows: list[Any] = [(consumer, topic, p, o) for p, o in sorted(offsets.items())]
+    cur.executemany(
+        """INSERT INTO projector_offsets (consumer, topic, partition, next_offset) VALUES (%s, %s, %s, %s)
+           ON CONFLICT (consumer, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset""",
+        rows,
+    )
+
+
+def truncate_projection(cur: Cursor, consumer: str) -> None:
+    """Empty every projection table and forget the consumer's offsets (owner role; see rebuild)."""
+    cur.execute(f"TRUNCATE {', '.join(PROJECTION_TABLES)}")
+    cur.execute("DELETE FROM projector_offsets WHERE consumer = %s", (consumer,))
