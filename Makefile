@@ -1,0 +1,44 @@
+# opslore: make help
+SHELL := /bin/bash
+PY ?= python3
+export OPSLORE_ADMIN_TOKEN ?= opslore-dev-admin-token
+STACK := deploy/local/stack.sh
+
+.PHONY: help install up down demo test unit integration lint typecheck replay bench clean-state
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+install:  ## install apt packages, Kafka jars and the Python package (idempotent)
+	deploy/local/install.sh
+
+up: install  ## start PostgreSQL, Kafka, API (9001) and projector; returns when healthy
+	$(STACK) up
+
+down:  ## stop what `make up` started
+	$(STACK) down
+
+demo: up  ## bring the stack up, replay the scenarios and demo incidents, print a briefing
+	$(PY) -m replay run ../shared/scenarios replay/scenarios --report replay/results/demo.json
+	$(PY) -m replay.demo
+
+lint:  ## ruff
+	$(PY) -m ruff check schemas services replay tests
+
+typecheck:  ## mypy --strict
+	$(PY) -m mypy
+
+unit:  ## pure tests, no services needed
+	$(PY) -m pytest -q tests/unit
+
+test: up lint typecheck  ## lint, typecheck, and every test against the real stack
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+replay: up  ## replay the shared and own scenario corpora
+	$(PY) -m replay run ../shared/scenarios replay/scenarios
+
+bench: up  ## benchmarks, JSON into bench/results/
+	$(PY) -m bench.run
+
+clean-state: down  ## remove the local stack's data (not the cached jars)
+	rm -rf /var/tmp/opslore

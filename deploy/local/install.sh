@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh Debian machine: apt packages, the Kafka jars, the Python
+# package with its dev extras. Idempotent; safe to re-run.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$here/env.sh"
+need=()
+[ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
+command -v java >/dev/null || need+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || need+=(maven)
+command -v curl >/dev/null || need+=(curl)
+if [ "${#need[@]}" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then log "please install: ${need[*]}"; exit 1; fi
+  log "apt-get install ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+"$here/kafka.sh" install
+PY=${PYTHON:-python3}
+if ! $PY -c "import services, kafka, psycopg, fastapi, jieba, hypothesis" 2>/dev/null \
+   || [ "$root/pyproject.toml" -nt "$OPSLORE_STATE_DIR/.pip-installed" ]; then
+  log "pip install -e .[dev]"
+  $PY -m pip install -q --disable-pip-version-check -e "$root[dev]"
+  mkdir -p "$OPSLORE_STATE_DIR" && touch "$OPSLORE_STATE_DIR/.pip-installed"
+fi
