@@ -1,6 +1,7 @@
 # opslore: make help
 SHELL := /bin/bash
 PY ?= python3
+export PYTHON := $(PY)
 export OPSLORE_ADMIN_TOKEN ?= opslore-dev-admin-token
 STACK := deploy/local/stack.sh
 

@@ -47,5 +47,6 @@ def check_answer(expect: Expect, answer: dict[str, Any]) -> list[Check]:
         out.append(Check(f"at least {expect.min_hints} hints", len(hints) >= expect.min_hints, f"{len(hints)} hints"))
     text = json.dumps(hints, ensure_ascii=False).lower()
     for needle in expect.text_absent:
-        out.append(Check(f"text absent {needle!r}", needle.lower() not in text, "found" if needle.lower() in text else ""))
+        found = needle.lower() in text
+        out.append(Check(f"text absent {needle!r}", not found, "found in a hint" if found else ""))
     return out

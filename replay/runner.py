@@ -65,7 +65,8 @@ class ScenarioRunner:
         try:
             clients = self._tenants(scenario)
             for incident in scenario.incidents:
-                self._incident(scenario, incident, clients[incident.tenant], result)
+                check = self.learn_incident(scenario, incident, clients[incident.tenant])
+                result.results.append(StepResult(f"incident {incident.id}", check))
             for step in scenario.after:
                 self._after(step, clients[step.tenant], result)
             for query in scenario.queries:
@@ -83,8 +84,8 @@ class ScenarioRunner:
             clients[logical] = OpsloreClient(self.api_url, key)
         return clients
 
-    def _incident(self, scenario: Scenario, inc: ScenarioIncident, client: OpsloreClient,
-                  result: ScenarioResult) -> None:
+    def learn_incident(self, scenario: Scenario, inc: ScenarioIncident, client: OpsloreClient) -> Check:
+        """Append the incident's events, wait for its episode, review its candidates as the file says."""
         events = ledger_events(scenario, inc)
         client.append(events)
         episode = _wait(lambda: (e := client.episode(inc.id)) and e["event_count"] >= len(events) and e)
@@ -92,16 +93,15 @@ class ScenarioRunner:
             raise RuntimeError(f"{inc.id}: the episode did not reach {len(events)} events in {WAIT_SECONDS}s")
         pending = client.candidates(incident_id=inc.id, state="pending")
         produced = bool(pending) or bool(client.candidates(incident_id=inc.id))
-        result.results.append(StepResult(f"incident {inc.id}", Check(
-            "candidate produced" if inc.expect_candidate else "no candidate produced",
-            produced == inc.expect_candidate, f"gate: {episode.get('gate_verdict')}")))
         for cand in pending:
             if inc.review == "approve":
                 client.approve(str(cand["candidate_id"]), note="replay", edits=inc.approve_edits)
             elif inc.review == "reject":
                 client.reject(str(cand["candidate_id"]), "replay rejects")
+        return Check("candidate produced" if inc.expect_candidate else "no candidate produced",
+                     produced == inc.expect_candidate, f"gate: {episode.get('gate_verdict')}")
 
-    def _after(self, step: AfterStep, client: OpsloreClient, result: StepResult | ScenarioResult) -> None:
+    def _after(self, step: AfterStep, client: OpsloreClient, result: ScenarioResult) -> None:
         records = client.records(incident_id=step.incident)
         if not records:
             raise RuntimeError(f"after {step.op}: no record learned from {step.incident}")

@@ -108,6 +108,6 @@ def load_scenarios(path: Path) -> list[Scenario]:
     out = []
     for f in files:
         data = yaml.safe_load(f.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and "incidents" in data or isinstance(data, dict) and "queries" in data:
+        if (isinstance(data, dict) and "incidents" in data) or (isinstance(data, dict) and "queries" in data):
             out.append(Scenario.model_validate({**data, "source": str(f)}))
     return out

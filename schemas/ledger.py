@@ -201,14 +201,14 @@ class LedgerEvent(_Strict):
         model = PAYLOAD_MODELS[self.type]
         return model.model_validate(self.payload)  # type: ignore[return-value]
 
-    def content_hash(self) -> str:
+    def compute_hash(self) -> str:
         return hashlib.sha256(canonical_json(self.model_dump(mode="json"))).hexdigest()
 
     def to_record(self, recorded_at: datetime) -> LedgerRecord:
         return LedgerRecord(
             **self.model_dump(),
             recorded_at=recorded_at.astimezone(UTC),
-            content_hash=self.content_hash(),
+            content_hash=self.compute_hash(),
         )
 
 

@@ -46,9 +46,9 @@ create_roles() {
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='opslore_app') THEN
       CREATE ROLE opslore_app LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE NOCREATEDB; END IF;
   END \$\$;
-  ALTER ROLE opslore_owner PASSWORD '$OPSLORE_OWNER_PASSWORD';
+  ALTER ROLE opslore_owner CREATEDB PASSWORD '$OPSLORE_OWNER_PASSWORD';
   ALTER ROLE opslore_app PASSWORD '$OPSLORE_APP_PASSWORD';"
-  if ! superuser_sql "SELECT 1" opslore 2>/dev/null; then
+  if ! superuser_sql "SELECT 1" opslore >/dev/null 2>&1; then
     superuser_sql "CREATE DATABASE opslore OWNER opslore_owner"
   fi
   superuser_sql "REVOKE ALL ON DATABASE opslore FROM PUBLIC; GRANT CONNECT ON DATABASE opslore TO opslore_app;

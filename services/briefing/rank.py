@@ -106,9 +106,9 @@ def decay(row: dict[str, Any], policy: RankPolicy) -> float:
 
 
 def environment_fit(q: RankQuery, row: dict[str, Any]) -> float:
-    mismatches = sum(1 for asked, have in ((q.environment, row.get("environment")), (q.cluster, row.get("cluster")),
-                                           (q.version, row.get("version_range")), (q.topology, row.get("topology_fingerprint")))
-                     if asked and have and asked != have)
+    pairs = ((q.environment, row.get("environment")), (q.cluster, row.get("cluster")),
+             (q.version, row.get("version_range")), (q.topology, row.get("topology_fingerprint")))
+    mismatches = sum(1 for asked, have in pairs if asked and have and asked != have)
     return 0.85 ** mismatches
 
 

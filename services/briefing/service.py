@@ -37,7 +37,7 @@ def token_estimate(payload: Any) -> int:
     text = orjson.dumps(payload).decode()
     cjk = len(_CJK.findall(text))
     words = len(re.findall(r"[A-Za-z0-9_]+", _CJK.sub(" ", text)))
-    return int(math.ceil(cjk + words * 1.3 + text.count('"') / 4))
+    return math.ceil(cjk + words * 1.3 + text.count('"') / 4)
 
 
 def build_query(req: BriefingRequest) -> tuple[RankQuery, list[str]]:

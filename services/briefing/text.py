@@ -23,11 +23,12 @@ CONCEPT_PREFIX = "concept:"
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
 _CJK = re.compile(r"[\u3400-\u9fff]+")
 _SAFE = re.compile(r"^[\w:.\-]+$")
-STOPWORDS = frozenset(
+STOPWORDS = frozenset((
     "a an and are as at be by for from in is it of on or that the this to was were with after before "
-    "than then all any not no its into over under while when what which who how our we you they".split()
-)
-_ZH_STOP = frozenset("的 了 和 是 在 有 与 及 被 把 将 后 前 中 时 大量 出现 导致 一个".split())
+    "than then all any not no its into over under while when what which who how our we you they"
+).split(" "))
+_ZH_STOP = frozenset(["的", "了", "和", "是", "在", "有", "与", "及", "被", "把", "将", "后", "前", "中", "时",
+                      "大量", "出现", "导致", "一个"])
 _jieba_lock = threading.Lock()
 
 

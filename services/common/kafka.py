@@ -7,6 +7,7 @@ transactional so that a batch is all-or-nothing; consumers read committed data o
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import Any
 
@@ -29,10 +30,8 @@ def ensure_topics(settings: Settings) -> None:
         ]
         missing = [t for t in wanted if t.name not in existing]
         if missing:
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):  # another process created it meanwhile
                 admin.create_topics(missing)
-            except TopicAlreadyExistsError:
-                pass
     finally:
         admin.close()
 
@@ -64,6 +63,8 @@ def ledger_consumer(settings: Settings, group: str, **overrides: Any) -> KafkaCo
         "auto_offset_reset": "earliest",
         "isolation_level": "read_committed",
         "max_poll_records": 500,
+        "session_timeout_ms": 6000,
+        "heartbeat_interval_ms": 2000,
         "client_id": group,
     }
     config.update(overrides)

@@ -14,7 +14,7 @@ import psycopg
 
 def migration_files() -> list[tuple[str, str]]:
     folder = resources.files("schemas") / "migrations"
-    files = sorted(p for p in folder.iterdir() if p.name.endswith(".sql"))
+    files = sorted((p for p in folder.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name)
     return [(p.name, p.read_text(encoding="utf-8")) for p in files]
 
 

@@ -7,6 +7,7 @@ rejected or failed request appends nothing that any projector will ever see.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -100,7 +101,5 @@ class LedgerGateway:
                 raise Unavailable(f"the ledger did not accept the events: {exc}") from exc
 
     def _abort(self) -> None:
-        try:
+        with contextlib.suppress(KafkaError):  # the transaction may already be fenced or aborted
             self.producer.abort_transaction()
-        except KafkaError:
-            pass

@@ -44,9 +44,9 @@ def evaluate(episode: Episode) -> GateVerdict:
 def _backs(h: HypothesisItem, episode: Episode, observations: dict[UUID, ObservationItem]) -> bool:
     if h.status != "verified":
         return False
-    if h.root_cause_category and episode.root_cause_category:
-        if h.root_cause_category != episode.root_cause_category:
-            return False
+    categories = (h.root_cause_category, episode.root_cause_category)
+    if all(categories) and categories[0] != categories[1]:
+        return False
     return any(ref in observations and observations[ref].trust == TRUSTED for ref in h.evidence_refs)
 
 

@@ -92,14 +92,14 @@ def _apply(episode: Episode, event: L.LedgerRecord, payload: L.Payload, changes:
         case L.ObservationRecorded():
             _observed(episode, event, payload)
         case L.HypothesisProposed():
-            h = episode.hypotheses.setdefault(payload.hypothesis_id, HypothesisItem(hypothesis_id=payload.hypothesis_id))
-            h.statement = payload.statement
-            h.root_cause_category = payload.root_cause_category or h.root_cause_category
+            _proposed(episode, payload)
         case L.HypothesisJudged():
             _judged(episode, event, payload)
         case L.SignalMisleading():
-            episode.misleading_signals.append(MisleadingItem(event_id=event.event_id, signal=payload.signal, reason=payload.reason))
-            changes.misleading.append(MisleadingSignal(event.event_id, episode.incident_id, episode.project, payload.signal, payload.reason))
+            episode.misleading_signals.append(
+                MisleadingItem(event_id=event.event_id, signal=payload.signal, reason=payload.reason))
+            changes.misleading.append(MisleadingSignal(
+                event.event_id, episode.incident_id, episode.project, payload.signal, payload.reason))
         case L.ActionTaken():
             if len(episode.actions) < MAX_ACTIONS:
                 episode.actions.append(ActionItem(
@@ -131,6 +131,12 @@ def _observed(episode: Episode, event: L.LedgerRecord, p: L.ObservationRecorded)
         signals=list(p.signals), entities=list(p.entities), trust=event.trust.value,
         writer=f"{event.writer.kind}:{event.writer.id}", occurred_at=event.occurred_at,
     ))
+
+
+def _proposed(episode: Episode, p: L.HypothesisProposed) -> None:
+    h = episode.hypotheses.setdefault(p.hypothesis_id, HypothesisItem(hypothesis_id=p.hypothesis_id))
+    h.statement = p.statement
+    h.root_cause_category = p.root_cause_category or h.root_cause_category
 
 
 def _judged(episode: Episode, event: L.LedgerRecord, p: L.HypothesisJudged) -> None:

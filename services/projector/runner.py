@@ -128,17 +128,16 @@ class ProjectorRunner:
         result = BatchResult()
         offsets: dict[int, int] = {}
         dead: list[DeadLetter] = []
-        with self.db.pool.connection() as conn:
-            with conn.transaction(), conn.cursor() as cur:
-                for rec in records:
-                    outcome = self._apply_one(cur, rec, dead)
-                    if outcome == "applied":
-                        result.applied += 1
-                    elif outcome == "duplicate":
-                        result.duplicates += 1
-                    offsets[rec.partition] = rec.offset + 1
-                store.save_offsets(cur, self.consumer_name, self.topic, offsets)
-                self._publish_dead_letters(dead)
+        with self.db.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            for rec in records:
+                outcome = self._apply_one(cur, rec, dead)
+                if outcome == "applied":
+                    result.applied += 1
+                elif outcome == "duplicate":
+                    result.duplicates += 1
+                offsets[rec.partition] = rec.offset + 1
+            store.save_offsets(cur, self.consumer_name, self.topic, offsets)
+            self._publish_dead_letters(dead)
             # leaving the transaction block commits (step 4)
         result.dead_letters = len(dead)
         return result, offsets

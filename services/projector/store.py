@@ -52,7 +52,8 @@ def apply_changes(cur: Cursor, tenant: str, changes: Changes) -> None:
 
 def _save_episode(cur: Cursor, ep: Episode) -> None:
     cur.execute(
-        """INSERT INTO episodes (tenant, incident_id, project, status, event_count, opened_at, resolved_at, body)
+        """INSERT INTO episodes
+             (tenant, incident_id, project, status, event_count, opened_at, resolved_at, body)
            VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
            ON CONFLICT (tenant, incident_id) DO UPDATE SET project = EXCLUDED.project,
              status = EXCLUDED.status, event_count = EXCLUDED.event_count, opened_at = EXCLUDED.opened_at,
@@ -64,7 +65,8 @@ def _save_episode(cur: Cursor, ep: Episode) -> None:
 
 def _insert_candidate(cur: Cursor, tenant: str, c: NewCandidate) -> None:
     cur.execute(
-        """INSERT INTO candidates (tenant, candidate_id, project, incident_id, memory_type, summary, content, created_at)
+        """INSERT INTO candidates
+             (tenant, candidate_id, project, incident_id, memory_type, summary, content, created_at)
            VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING""",
         (tenant, c.candidate_id, c.project, c.incident_id, c.draft.memory_type, c.draft.summary,
          Jsonb(c.draft.model_dump(mode="json")), c.created_at),

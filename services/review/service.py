@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID, uuid5
 
-from schemas.memory import ApprovalEdits, CandidateDraft
+from schemas.memory import ApprovalEdits, CandidateDraft, VersionContent
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, Forbidden, NotFound
 from services.gateway.keys import Principal
@@ -132,7 +132,8 @@ class ReviewService:
             self._record_review(cur, principal, row, "approved", note, family_id, version)
         return {"family_id": family_id, "version": version}
 
-    def _new_family(self, cur: Cursor, principal: Principal, row: Row, content: Any, note: str | None) -> tuple[UUID, int]:
+    def _new_family(self, cur: Cursor, principal: Principal, row: Row, content: VersionContent,
+                    note: str | None) -> tuple[UUID, int]:
         family_id = uuid5(FAMILY_NAMESPACE, f"{principal.scoped_tenant}/{row['candidate_id']}")
         R.create_family(cur, tenant=principal.scoped_tenant, project=row["project"], family_id=family_id,
                         memory_type=content.memory_type)

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from services.briefing.rank import RankPolicy, RankQuery, rank
+from services.briefing.text import analyze
+from services.briefing.warnings import WarningContext, warnings_for
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def row(text: str, *, signals: list[str], service: str = "payments-api", alert: str = "HighErrorRate",
+        category: str = "db_connection_pool", **extra: Any) -> dict[str, Any]:
+    return {"family_id": uuid.uuid4(), "version": 1, "memory_type": "episodic", "signals": signals,
+            "services": [service], "entities": [], "alert_name": alert, "root_cause_category": category,
+            "search_tokens": " ".join(analyze(text)), "confidence": 0.7, "adopted": 0, "refuted": 0,
+            "last_verified_at": NOW - timedelta(days=10), "misleading_signals": [], "trust_mix": {}, **extra}
+
+
+def query(text: str = "", **kw: Any) -> RankQuery:
+    return RankQuery(alert=kw.get("alert"), services=frozenset(kw.get("services", [])),
+                     signals=frozenset(kw.get("signals", [])), entities=frozenset(),
+                     tokens=frozenset(analyze(text)) if text else frozenset(),
+                     environment=kw.get("environment"))
+
+
+POLICY = RankPolicy(now=NOW)
+
+
+def test_signals_decide_between_two_causes_of_one_alert() -> None:
+    pool = row("connection pool exhausted, all db connections busy", signals=["db_pool_saturation"])
+    tls = row("x509 certificate has expired for card-gateway", signals=["tls_handshake_failure"],
+              category="certificate_expiry")
+    q = query("errors, logs say certificate has expired", alert="HighErrorRate", services=["payments-api"],
+              signals=["tls_handshake_failure"])
+    assert rank(q, [pool, tls], POLICY, 5)[0].row is tls
+
+
+def test_chinese_paraphrase_matches_through_concepts() -> None:
+    rec = row("order-svc 数据库连接池耗尽，等待连接的线程数持续上升", signals=["db_pool_saturation"],
+              service="order-svc")
+    q = query("订单服务大量超时，数据库连接全部被占满", services=["order-svc"])
+    ranked = rank(q, [rec], POLICY, 5)
+    assert ranked and ranked[0].parts["match_concept"] > 0
+
+
+def test_abstains_when_only_the_service_matches() -> None:
+    rec = row("connection pool exhausted", signals=["db_pool_saturation"])
+    assert rank(query("disk almost full on the log volume", services=["payments-api"]), [rec], POLICY, 5) == []
+    assert rank(query("kafka consumer lag growing", services=["analytics"]), [rec], POLICY, 5) == []
+
+
+def test_limit_and_refuted_feedback_lower_the_rank() -> None:
+    rows = [row("connection pool exhausted", signals=["db_pool_saturation"]) for _ in range(8)]
+    rows[0]["refuted"] = 3
+    ranked = rank(query("pool exhausted", signals=["db_pool_saturation"]), rows, POLICY, 5)
+    assert len(ranked) == 5 and rows[0] not in [s.row for s in ranked]
+
+
+def test_warnings_cover_the_contract_codes() -> None:
+    rec = row("pool exhausted", signals=["db_pool_saturation"], environment="staging",
+              misleading_signals=["cpu_high"], trust_mix={"untrusted_text": 1}, confidence=0.3,
+              last_verified_at=NOW - timedelta(days=400))
+    ctx = WarningContext(now=NOW, stale_after_days=90, low_confidence_below=0.5,
+                         alert_categories={"HighErrorRate": {"db_connection_pool": {"INC-1"},
+                                                             "certificate_expiry": {"INC-2"}}},
+                         tenant_misleading={})
+    q = query("x", signals=["cpu_high"], environment="prod")
+    codes = {w.code for w in warnings_for(q, rec, 0.3, ctx)}
+    assert codes == {"history_is_hypothesis", "alternative_root_causes", "environment_mismatch",
+                     "misleading_signal", "stale", "low_confidence", "untrusted_source"}
