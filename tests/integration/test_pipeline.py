@@ -99,3 +99,18 @@ def test_versions_are_immutable_and_history_is_kept(tenant_client: TenantFactory
         conn.execute("SELECT set_config('opslore.tenant', %s, false)", (client.tenant,))  # type: ignore[attr-defined]
         with pytest.raises(psycopg.Error):
             conn.execute("DELETE FROM memory_audit WHERE family_id = %s", (family,))
+
+
+def test_lineage_links_version_episode_events_and_briefings(tenant_client: TenantFactory) -> None:
+    client = tenant_client()
+    events = resolved_incident("INC-5")
+    client.append(events)
+    family = str(client.approve(str(_candidate(client, "INC-5")["candidate_id"]))["family_id"])
+    briefing = client.briefing({"signals": ["db_pool_saturation"], "services": ["checkout-api"]})
+    edges = {(e["src_kind"], e["relation"], e["dst_kind"], e["dst_id"])
+             for e in client.request("GET", f"/v1/records/{family}/lineage")["edges"]}
+    evidence_id = events[1]["event_id"]
+    assert ("version", "learned_from", "episode", "INC-5") in edges
+    assert ("episode", "cites", "event", evidence_id) in edges
+    assert ("briefing", "cited", "version", f"{family}:1") in edges
+    assert briefing["hints"][0]["family_id"] == family
