@@ -249,10 +249,33 @@ def _first_error(exc: ValidationError, prefix: str = "") -> LedgerValidationErro
     return LedgerValidationError(field, str(err["msg"]))
 
 
+def find_nul(value: object, path: str = "") -> str | None:
+    """Path of the first string (or key) holding a NUL character; PostgreSQL text and jsonb reject it."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if "\x00" in str(key):
+                return where
+            found = find_nul(item, where)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = find_nul(item, f"{path}.{i}" if path else str(i))
+            if found is not None:
+                return found
+    return None
+
+
 def parse_submitted_event(raw: object) -> SubmittedEvent:
     """Validate the envelope and its type-specific payload, or raise LedgerValidationError."""
     if not isinstance(raw, dict):
         raise LedgerValidationError("", "an event must be a JSON object")
+    nul = find_nul(raw)
+    if nul is not None:
+        raise LedgerValidationError(nul, "text must not contain NUL characters")
     try:
         event = SubmittedEvent.model_validate(raw)
     except ValidationError as exc:

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MAX_OBSERVATIONS = 200
 MAX_ACTIONS = 50
@@ -141,7 +141,15 @@ class CandidateDraft(_Model):
 class VersionContent(_Model):
     """The immutable content of one record version (columns of `memory_versions`)."""
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: object) -> object:
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("text must not contain NUL characters")
+        return value
+
     memory_type: MemoryType
+    owner: str | None = None
     level: Literal["long", "permanent"] = "long"
     authority: Authority = "clue"
     summary: str
@@ -162,6 +170,7 @@ class VersionContent(_Model):
     cluster: str | None = None
     version_range: str | None = None
     topology_fingerprint: str | None = None
+    applicability_restricted: bool = False
     observed_at: datetime | None = None
     valid_from: datetime
     valid_until: datetime | None = None
@@ -182,3 +191,4 @@ class ApprovalEdits(_Model):
     applicability: Applicability | None = None
     level: Literal["long", "permanent"] | None = None
     authority: Authority | None = None
+    owner: str | None = Field(default=None, min_length=1, max_length=200)

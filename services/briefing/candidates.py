@@ -18,7 +18,8 @@ _SQL = """
 SELECT v.family_id, v.version, v.project, v.memory_type, v.summary, v.root_cause, v.root_cause_category,
        v.alert_name, v.services, v.signals, v.entities, v.misleading_signals, v.source_incidents,
        v.evidence, v.verify_with, v.trust_mix, v.confidence, v.environment, v.cluster, v.version_range,
-       v.topology_fingerprint, v.valid_until, v.last_verified_at, v.observed_at, v.search_tokens,
+       v.topology_fingerprint, v.applicability_restricted, v.owner, v.valid_until, v.last_verified_at,
+       v.observed_at, v.search_tokens,
        coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted,
        ts_rank(v.search_tsv, q.query) AS text_rank
 FROM memory_families f

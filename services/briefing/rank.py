@@ -112,6 +112,15 @@ def environment_fit(q: RankQuery, row: dict[str, Any]) -> float:
     return 0.85 ** mismatches
 
 
+def applicable(q: RankQuery, row: dict[str, Any]) -> bool:
+    """Hard filter: a reviewer-restricted record is dropped when the request is outside its scope."""
+    if not row.get("applicability_restricted"):
+        return True
+    pairs = ((q.environment, row.get("environment")), (q.cluster, row.get("cluster")),
+             (q.version, row.get("version_range")), (q.topology, row.get("topology_fingerprint")))
+    return all(not (asked and have) or asked == have for asked, have in pairs)
+
+
 def score(q: RankQuery, row: dict[str, Any], policy: RankPolicy) -> Scored:
     parts = match_parts(q, row)
     rel = relevance(q, parts)
@@ -127,6 +136,8 @@ def score(q: RankQuery, row: dict[str, Any], policy: RankPolicy) -> Scored:
 def rank(q: RankQuery, rows: list[dict[str, Any]], policy: RankPolicy, limit: int) -> list[Scored]:
     kept: list[Scored] = []
     for row in rows:
+        if not applicable(q, row):
+            continue
         s = score(q, row, policy)
         specific = is_specific({k.removeprefix("match_"): v for k, v in s.parts.items() if k.startswith("match_")})
         if specific and s.relevance >= policy.min_relevance:

@@ -62,8 +62,11 @@ def apply_edits(c: VersionContent, edits: ApprovalEdits | None) -> VersionConten
         update["level"] = edits.level
     if edits.authority is not None:
         update["authority"] = edits.authority
+    if edits.owner is not None:
+        update["owner"] = edits.owner
     if edits.applicability is not None:
         update.update(edits.applicability.model_dump(exclude_none=True))
+        update["applicability_restricted"] = True
     return c.model_copy(update=update)
 
 

@@ -111,7 +111,7 @@ class MemoryService:
                 new = with_tokens(cap_authority(current.model_validate(
                     {**current.model_dump(), **changes, "valid_from": datetime.now(UTC)})))
             except ValueError as exc:
-                raise InvalidInput(f"invalid record change: {exc}") from None
+                raise InvalidInput(f"invalid record change: {exc}", field="summary") from None
             self._check_level(principal, new)
             version = self.append_version(cur, principal, fam, new, expected_version, action=action, reason=reason)
         return {"family_id": family_id, "version": version}

@@ -111,6 +111,8 @@ class ReviewService:
             row = self._candidate(cur, principal, candidate_id, lock=True)
             draft = CandidateDraft.model_validate(row["content"])
             content = from_draft(draft, edits, valid_from=datetime.now(UTC))
+            if content.owner is None:
+                content = content.model_copy(update={"owner": f"project:{row['project']}"})
             if content.level == "permanent" and principal.role != "admin":
                 raise Forbidden("only an admin may make memory permanent", field="edits.level")
             match = find_match(cur, row["project"], draft) if resolution != "new_family" else None

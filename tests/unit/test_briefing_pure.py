@@ -71,3 +71,13 @@ def test_warnings_cover_the_contract_codes() -> None:
     codes = {w.code for w in warnings_for(q, rec, 0.3, ctx)}
     assert codes == {"history_is_hypothesis", "alternative_root_causes", "environment_mismatch",
                      "misleading_signal", "stale", "low_confidence", "untrusted_source"}
+
+
+def test_reviewer_restriction_is_a_hard_filter_but_learned_environment_only_warns() -> None:
+    learned = row("pool exhausted", signals=["db_pool_saturation"], environment="staging")
+    restricted = row("pool exhausted", signals=["db_pool_saturation"], environment="staging",
+                     applicability_restricted=True)
+    prod = query("pool exhausted", signals=["db_pool_saturation"], environment="prod")
+    assert [s.row for s in rank(prod, [learned, restricted], POLICY, 5)] == [learned]
+    staging = query("pool exhausted", signals=["db_pool_saturation"], environment="staging")
+    assert len(rank(staging, [learned, restricted], POLICY, 5)) == 2
