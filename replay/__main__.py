@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from replay.report import print_table, write_json
+from replay.compare import Comparison
+from replay.report import print_comparison, print_table, write_json
 from replay.runner import ScenarioRunner
 from replay.scenario import load_scenarios
 from services.common.settings import get_settings
@@ -30,8 +31,12 @@ def run(
         raise typer.BadParameter(f"no scenario files under {', '.join(map(str, paths))}")
     runner = ScenarioRunner(api_url or s.api_url, s.admin_token)
     results = [runner.run(sc) for sc in scenarios]
+    comparison = Comparison()
+    for sc, res in zip(scenarios, results, strict=True):
+        comparison.add(sc, res)
     print_table(results)
-    write_json(results, report)
+    print_comparison(comparison)
+    write_json(results, report, comparison)
     if not all(r.passed for r in results):
         raise typer.Exit(1)
 

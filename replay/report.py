@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from replay.compare import Comparison
 from replay.runner import ScenarioResult
 
 
@@ -27,9 +28,23 @@ def print_table(results: list[ScenarioResult], console: Console | None = None) -
                   f"expectations: {passed}/{len(checks)} passed")
 
 
-def write_json(results: list[ScenarioResult], path: Path) -> None:
+def print_comparison(comparison: Comparison, console: Console | None = None) -> None:
+    console = console or Console()
+    doc = comparison.to_json()
+    table = Table("system", "Recall@1", "Recall@5", "false-hint rate", title="opslore vs baselines")
+    for name, m in doc["systems"].items():
+        table.add_row(name, *(f"{m[k]:.3f}" if m[k] is not None else "-"
+                              for k in ("recall_at_1", "recall_at_5", "false_hint_rate")))
+    console.print(table)
+    lat = doc["briefing_latency_ms"]
+    console.print(f"briefing latency p50 {lat['p50']} ms, p95 {lat['p95']} ms over {lat['n']} queries; "
+                  f"tokens per briefing max {doc['token_estimate']['max']}, mean {doc['token_estimate']['mean']}")
+
+
+def write_json(results: list[ScenarioResult], path: Path, comparison: Comparison | None = None) -> None:
     checks = [s.check for r in results for s in r.results]
-    doc = {"scenarios": len(results), "scenarios_passed": sum(r.passed for r in results),
+    doc = {"comparison": comparison.to_json() if comparison else None, "scenarios": len(results),
+           "scenarios_passed": sum(r.passed for r in results),
            "expectations": len(checks), "expectations_passed": sum(c.passed for c in checks),
            "results": [r.to_json() for r in results]}
     path.parent.mkdir(parents=True, exist_ok=True)

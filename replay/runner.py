@@ -30,6 +30,7 @@ class ScenarioResult:
     name: str
     source: str
     results: list[StepResult] = field(default_factory=list)
+    answers: list[dict[str, Any]] = field(default_factory=list)  # per query: final answer and latency
     error: str | None = None
     seconds: float = 0.0
 
@@ -116,12 +117,15 @@ class ScenarioRunner:
     def _query(self, query: Query, client: OpsloreClient, result: ScenarioResult) -> None:
         deadline = time.monotonic() + (WAIT_SECONDS if query.eventually else 0)
         while True:
+            started = time.perf_counter()
             answer = client.briefing(query.request)
+            elapsed_ms = (time.perf_counter() - started) * 1000
             checks = check_answer(query.expect, answer)
             if all(c.passed for c in checks) or time.monotonic() >= deadline:
                 break
             time.sleep(0.25)
         result.results.extend(StepResult(f"query {query.name}", c) for c in checks)
+        result.answers.append({"query": query.name, "answer": answer, "ms": elapsed_ms})
         for fb in query.feedback:
             hint = next((h for h in answer["hints"] if fb.incident in h["source_incidents"]), None)
             if hint is None:

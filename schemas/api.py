@@ -87,7 +87,6 @@ class EvidenceView(BaseModel):
     event_id: UUID
     summary: str
     trust: str
-    source: str
 
 
 class CheckView(BaseModel):
@@ -118,7 +117,17 @@ class BriefingResponse(BaseModel):
     briefing_id: UUID
     hints: list[Hint]
     degraded: list[str] = Field(default_factory=list)
+    rendered: str = ""
     token_estimate: int = 0
+    token_estimate_json: int = 0
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON sent to the agent: `explain` only when it was asked for."""
+        body = self.model_dump(mode="json")
+        for hint in body["hints"]:
+            if hint.get("explain") is None:
+                hint.pop("explain", None)
+        return body
 
 
 class FeedbackRequest(_Req):

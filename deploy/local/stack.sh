@@ -25,6 +25,10 @@ up() {
   "$here/kafka.sh" start
   $PY -m services.cli.main db migrate >/dev/null
   $PY -m services.cli.main topics
+  if ! pid_alive "$run/api.pid" && api_ready >/dev/null 2>&1; then
+    log "port $OPSLORE_API_PORT already answers, but not from this stack ($OPSLORE_STATE_DIR); stop it first"
+    exit 1
+  fi
   start_bg api $PY -m services.cli.main api
   start_bg projector $PY -m services.cli.main projector run
   WAIT_SECONDS=60 wait_for api_ready || { log "API did not become healthy"; tail -n 40 "$run/api.log" >&2; exit 1; }

@@ -13,7 +13,6 @@ from schemas.api import (
     ApiKeyRequest,
     ApproveRequest,
     BriefingRequest,
-    BriefingResponse,
     FeedbackRequest,
     RejectRequest,
     RetractRequest,
@@ -122,10 +121,10 @@ def rollback(family_id: UUID, body: RollbackRequest, svc: Svc, caller: Caller) -
 
 
 @router.post("/v1/briefings")
-def briefing(body: BriefingRequest, svc: Svc, caller: Caller) -> BriefingResponse:
+def briefing(body: BriefingRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
     response = svc.briefing.brief(caller, body)
     BRIEFING_HINTS.observe(len(response.hints))
-    return response
+    return response.wire()
 
 
 @router.post("/v1/briefings/{briefing_id}/feedback", status_code=202)

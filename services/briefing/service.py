@@ -20,6 +20,7 @@ from schemas.api import BriefingRequest, BriefingResponse, CheckView, EvidenceVi
 from schemas.ledger import EventType, LedgerRecord, Trust, Writer
 from services.briefing import candidates as C
 from services.briefing.rank import RankPolicy, RankQuery, Scored, rank
+from services.briefing.render import render
 from services.briefing.text import analyze
 from services.briefing.warnings import WarningContext, warnings_for
 from services.common.db import Cursor, Database
@@ -34,7 +35,7 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 
 def token_estimate(payload: Any) -> int:
     """Rough LLM token count: one per CJK character, ~1.3 per other word, plus JSON punctuation."""
-    text = orjson.dumps(payload).decode()
+    text = payload if isinstance(payload, str) else orjson.dumps(payload).decode()
     cjk = len(_CJK.findall(text))
     words = len(re.findall(r"[A-Za-z0-9_]+", _CJK.sub(" ", text)))
     return math.ceil(cjk + words * 1.3 + text.count('"') / 4)
@@ -51,19 +52,19 @@ def build_query(req: BriefingRequest) -> tuple[RankQuery, list[str]]:
     return q, tokens
 
 
-def evidence_views(row: dict[str, Any]) -> list[EvidenceView]:
+def evidence_views(row: dict[str, Any], limit: int) -> list[EvidenceView]:
     views = []
-    for e in (row.get("evidence") or [])[:5]:
+    for e in (row.get("evidence") or [])[:limit]:
         untrusted = e.get("trust") == Trust.UNTRUSTED_TEXT.value
         summary = f"(untrusted {e['source']} text withheld; event {e['event_id']})" if untrusted else e["summary"]
-        views.append(EvidenceView(incident_id=e["incident_id"], event_id=e["event_id"], summary=summary,
-                                  trust=e["trust"], source=e["source"]))
+        views.append(EvidenceView(incident_id=e["incident_id"], event_id=e["event_id"], summary=summary[:160],
+                                  trust=e["trust"]))
     return views
 
 
-def checks(row: dict[str, Any], services: list[str]) -> list[CheckView]:
+def checks(row: dict[str, Any], services: list[str], limit: int) -> list[CheckView]:
     out = []
-    for c in (row.get("verify_with") or [])[:3]:
+    for c in (row.get("verify_with") or [])[:limit]:
         query = c["query"]
         if services and row.get("services") and services[0] not in row["services"]:
             for old in row["services"]:
@@ -89,10 +90,12 @@ class BriefingService:
                                 half_life_days=self.settings.episodic_half_life_days, now=now)
             ranked = rank(q, rows, policy, req.limit)
             ctx = self._context(cur, ranked, q, principal.project, now)
-            hints = [self._hint(s, q, req, ctx) for s in ranked]
+            hints = [self._hint(s, q, req, ctx, detail=2 if i == 0 else 1) for i, s in enumerate(ranked)]
             self._record(cur, principal, briefing_id, req, hints)
-        response = BriefingResponse(briefing_id=briefing_id, hints=hints, degraded=["embedding"])
-        response.token_estimate = token_estimate(response.model_dump(mode="json", exclude={"token_estimate"}))
+        response = BriefingResponse(briefing_id=briefing_id, hints=hints, degraded=["embedding"],
+                                    rendered=render(hints))
+        response.token_estimate = token_estimate(response.rendered)
+        response.token_estimate_json = token_estimate(response.wire())
         return response
 
     def _context(self, cur: Cursor, ranked: list[Scored], q: RankQuery, project: str | None,
@@ -105,13 +108,14 @@ class BriefingService:
             tenant_misleading=C.misleading_in_tenant(cur, sorted(q.signals)),
         )
 
-    def _hint(self, s: Scored, q: RankQuery, req: BriefingRequest, ctx: WarningContext) -> Hint:
+    def _hint(self, s: Scored, q: RankQuery, req: BriefingRequest, ctx: WarningContext, detail: int) -> Hint:
+        """`detail`: how many evidence items and checks to include (the top hint gets more)."""
         row = s.row
         return Hint(
             family_id=row["family_id"], version=row["version"], memory_type=row["memory_type"],
             summary=row["summary"], root_cause=row["root_cause"], confidence=s.confidence, score=s.score,
-            source_incidents=list(row["source_incidents"]), evidence=evidence_views(row),
-            warnings=warnings_for(q, row, s.confidence, ctx), verify_with=checks(row, req.services),
+            source_incidents=list(row["source_incidents"]), evidence=evidence_views(row, detail),
+            warnings=warnings_for(q, row, s.confidence, ctx), verify_with=checks(row, req.services, detail),
             valid_until=row["valid_until"], last_verified_at=row["last_verified_at"],
             explain=s.parts if req.explain else None,
         )

@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 import jieba
+import snowballstemmer
 import yaml
 
 CONCEPT_PREFIX = "concept:"
@@ -30,6 +31,17 @@ STOPWORDS = frozenset((
 _ZH_STOP = frozenset(["的", "了", "和", "是", "在", "有", "与", "及", "被", "把", "将", "后", "前", "中", "时",
                       "大量", "出现", "导致", "一个"])
 _jieba_lock = threading.Lock()
+_stemmer_local = threading.local()
+
+
+def stem(word: str) -> str:
+    """English stem of a purely alphabetic word ("connections" -> "connect"); other tokens unchanged."""
+    if not word.isascii() or not word.isalpha():
+        return word
+    stemmer = getattr(_stemmer_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _stemmer_local.stemmer = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
 
 
 @dataclass(frozen=True)
@@ -47,17 +59,27 @@ class AliasDictionary:
             for t in c.terms:
                 norm = normalize(t)
                 self._terms.append((norm, c.id, bool(_CJK.search(norm))))
+        self._terms.sort(key=lambda t: -len(t[0]))
         self.category_of = {c.id: c.category for c in concepts}
 
     def concepts_in(self, normalized_text: str) -> list[str]:
+        return self.match(normalized_text)[0]
+
+    def match(self, normalized_text: str) -> tuple[list[str], str]:
+        """Concepts found, and the text with every matched phrase blanked out (so that a phrase counts
+        once, as its concept, and its words do not count again). Longer phrases are matched first."""
         found: list[str] = []
-        padded = f" {normalized_text} "
+        residual = f" {normalized_text} "
         for term, cid, cjk in self._terms:
-            if cid in found:
+            if cjk and term in residual:
+                residual = residual.replace(term, " ")
+            elif not cjk and _bounded(term, residual):
+                residual = re.sub(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", " ", residual)
+            else:
                 continue
-            if (term in normalized_text) if cjk else (f" {term} " in padded or _bounded(term, padded)):
+            if cid not in found:
                 found.append(cid)
-        return found
+        return found, residual.strip()
 
     def cjk_terms(self) -> list[str]:
         return [t for t, _, cjk in self._terms if cjk]
@@ -110,14 +132,14 @@ def _cjk_words(segment: str) -> list[str]:
 def analyze(text: str, aliases: AliasDictionary | None = None) -> list[str]:
     """Lexemes of `text` in first-seen order, without duplicates."""
     aliases = aliases or default_aliases()
-    norm = normalize(text)
-    tokens: list[str] = [CONCEPT_PREFIX + c for c in aliases.concepts_in(norm)]
-    for word in _WORD.findall(norm):
+    concepts, residual = aliases.match(normalize(text))
+    tokens: list[str] = [CONCEPT_PREFIX + c for c in concepts]
+    for word in _WORD.findall(residual):
         if word in STOPWORDS or len(word) < 2:
             continue
-        tokens.append(word)
-        tokens.extend(p for p in re.split(r"[_.\-]", word) if len(p) >= 2 and p not in STOPWORDS)
-    for segment in _CJK.findall(norm):
+        tokens.append(stem(word))
+        tokens.extend(stem(p) for p in re.split(r"[_.\-]", word) if len(p) >= 2 and p not in STOPWORDS)
+    for segment in _CJK.findall(residual):
         tokens.extend(_cjk_words(segment))
     return [t for t in dict.fromkeys(tokens) if _SAFE.match(t)]
 

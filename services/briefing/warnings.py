@@ -20,21 +20,17 @@ class WarningContext:
 
 
 def warnings_for(q: RankQuery, row: dict[str, Any], confidence: float, ctx: WarningContext) -> list[Warning_]:
-    out = [Warning_(code="history_is_hypothesis",
-                    message="A past root cause is a clue to check against current telemetry, not a conclusion.")]
+    out = [Warning_(code="history_is_hypothesis", message="A clue from history; confirm with current telemetry.")]
     out += _alternatives(row, ctx)
     out += _environment(q, row)
     out += _misleading(q, row, ctx)
     seen = row.get("last_verified_at")
     if seen is not None and (ctx.now - seen).days > ctx.stale_after_days:
-        out.append(Warning_(code="stale", message=f"Last verified {(ctx.now - seen).days} days ago "
-                                                    f"(horizon {ctx.stale_after_days} days)."))
+        out.append(Warning_(code="stale", message=f"Last verified {(ctx.now - seen).days} days ago."))
     if confidence < ctx.low_confidence_below:
         out.append(Warning_(code="low_confidence", message=f"Confidence {confidence:.2f} is low."))
     if (row.get("trust_mix") or {}).get("untrusted_text"):
-        out.append(Warning_(code="untrusted_source",
-                            message="Part of the evidence is untrusted text (ticket, chat, web or log text); "
-                                    "it is withheld from this briefing."))
+        out.append(Warning_(code="untrusted_source", message="Some evidence is untrusted text; withheld."))
     return out
 
 

@@ -124,7 +124,7 @@ def _checks(trusted: list[ObservationItem]) -> list[VerifyCheck]:
     for o in trusted:
         signals = ", ".join(o.signals) or "the same symptom"
         query = o.query or f"{o.source}: look for {signals}"
-        expect = f"supports the hint if it shows {signals} again (last time: {o.summary[:160]}); refutes it if not"
+        expect = f"supports if {signals} shows again; refutes if absent"
         checks.append(VerifyCheck(source=o.source, query=query, expect=expect))
     return checks[:5]
 

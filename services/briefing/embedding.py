@@ -1,0 +1,67 @@
+"""Embedder interface for the optional semantic branch, and a weight-free local embedder.
+
+`HashingNgramEmbedder` hashes character n-grams (Latin 3-grams, CJK 1-2-grams) into a fixed number of
+signed buckets and L2-normalises: it needs no model download, works for Chinese and English, and is
+deterministic. Vectors are always stored with `name` and `version`, so a changed embedder is a
+reindex, never a silent mix. The briefing path does not use embeddings by default: on the replay
+corpus they did not improve on the lexical path (see replay/results and the issue notes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+_CJK = re.compile(r"[\u3400-\u9fff]+")
+_LATIN = re.compile(r"[a-z0-9_\-]+")
+
+
+class Embedder(Protocol):
+    name: str
+    version: str
+    dims: int
+
+    def embed(self, texts: list[str]) -> NDArray[np.float32]: ...
+
+
+def _grams(text: str) -> list[str]:
+    text = text.lower()
+    grams: list[str] = []
+    for word in _LATIN.findall(text):
+        padded = f"#{word}#"
+        grams += [padded[i:i + 3] for i in range(max(len(padded) - 2, 1))]
+    for seg in _CJK.findall(text):
+        grams += list(seg) + [seg[i:i + 2] for i in range(len(seg) - 1)]
+    return grams
+
+
+class HashingNgramEmbedder:
+    name = "hash-ngram"
+    version = "1"
+
+    def __init__(self, dims: int = 512) -> None:
+        self.dims = dims
+
+    def _vector(self, text: str) -> NDArray[np.float32]:
+        vec = np.zeros(self.dims, dtype=np.float32)
+        for gram in _grams(text):
+            digest = hashlib.blake2b(gram.encode(), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % self.dims
+            vec[bucket] += 1.0 if digest[4] & 1 else -1.0
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm else vec
+
+    def embed(self, texts: list[str]) -> NDArray[np.float32]:
+        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dims), np.float32)
+
+
+def cosine_top_k(query: NDArray[np.float32], docs: NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+    if docs.shape[0] == 0:
+        return []
+    scores = docs @ query
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [(int(i), float(scores[i])) for i in order]
