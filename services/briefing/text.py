@@ -60,6 +60,11 @@ class AliasDictionary:
                 norm = normalize(t)
                 self._terms.append((norm, c.id, bool(_CJK.search(norm))))
         self._terms.sort(key=lambda t: -len(t[0]))
+        self._cjk_terms = [(t, cid) for t, cid, cjk in self._terms if cjk]
+        latin = [(t, cid) for t, cid, cjk in self._terms if not cjk]
+        self._latin_concept = dict(reversed(latin))  # first (longest) wins for a repeated term
+        alternation = "|".join(re.escape(t) for t, _ in latin) or r"(?!x)x"
+        self._latin_re = re.compile(rf"(?<![a-z0-9])(?:{alternation})(?![a-z0-9])")
         self.category_of = {c.id: c.category for c in concepts}
 
     def concepts_in(self, normalized_text: str) -> list[str]:
@@ -69,24 +74,24 @@ class AliasDictionary:
         """Concepts found, and the text with every matched phrase blanked out (so that a phrase counts
         once, as its concept, and its words do not count again). Longer phrases are matched first."""
         found: list[str] = []
-        residual = f" {normalized_text} "
-        for term, cid, cjk in self._terms:
-            if cjk and term in residual:
+        residual = normalized_text
+        for term, cid in self._cjk_terms:
+            if term in residual:
                 residual = residual.replace(term, " ")
-            elif not cjk and _bounded(term, residual):
-                residual = re.sub(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", " ", residual)
-            else:
-                continue
+                if cid not in found:
+                    found.append(cid)
+
+        def consume(m: re.Match[str]) -> str:
+            cid = self._latin_concept[m.group(0)]
             if cid not in found:
                 found.append(cid)
+            return " "
+
+        residual = self._latin_re.sub(consume, residual)
         return found, residual.strip()
 
     def cjk_terms(self) -> list[str]:
         return [t for t, _, cjk in self._terms if cjk]
-
-
-def _bounded(term: str, padded: str) -> bool:
-    return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", padded) is not None
 
 
 def normalize(text: str) -> str:
@@ -110,7 +115,10 @@ def load_aliases(extra_file: str | None = None) -> AliasDictionary:
 
 @lru_cache(maxsize=1)
 def default_aliases() -> AliasDictionary:
-    aliases = load_aliases()
+    """The shipped dictionary merged with the deployment's OPSLORE_ALIAS_FILE, if one is set."""
+    from services.common.settings import get_settings
+
+    aliases = load_aliases(get_settings().alias_file)
     _prime_jieba(aliases)
     return aliases
 
