@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from services.api.deps import Services
 from services.api.metrics import REQUEST_SECONDS
 from services.api.routes import router
+from services.briefing.semantic import SemanticIndex, make_embedder
 from services.briefing.service import BriefingService
 from services.common.db import Database
 from services.common.errors import OpsloreError
@@ -32,10 +33,12 @@ def build_services(settings: Settings) -> Services:
     db.open()
     ensure_topics(settings)
     gateway = LedgerGateway(transactional_producer(settings, "opslore-gateway"), settings.topic)
-    memory = MemoryService(db)
+    embedder = make_embedder(settings.embedding)
+    semantic = SemanticIndex(embedder) if embedder is not None else None
+    memory = MemoryService(db, semantic)
     return Services(
         settings=settings, db=db, keys=ApiKeyService(db, settings.admin_token), gateway=gateway,
-        memory=memory, review=ReviewService(db, memory), briefing=BriefingService(db, settings, gateway),
+        memory=memory, review=ReviewService(db, memory), briefing=BriefingService(db, settings, gateway, semantic),
         episodes=EpisodeQueries(db),
     )
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from services.briefing.text import CONCEPT_PREFIX
 
-WEIGHTS = {"signal": 0.30, "concept": 0.20, "text": 0.15, "alert": 0.15, "service": 0.12, "entity": 0.08}
+WEIGHTS = {"signal": 0.30, "concept": 0.20, "text": 0.15, "alert": 0.15, "service": 0.12, "entity": 0.08,
+           "semantic": 0.15}
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,10 @@ def _overlap(asked: frozenset[str], have: set[str]) -> float:
     return len(asked & have) / len(asked) if asked else 0.0
 
 
-def match_parts(q: RankQuery, row: dict[str, Any]) -> dict[str, float]:
+def match_parts(q: RankQuery, row: dict[str, Any], semantic: float | None = None) -> dict[str, float]:
     rec_tokens = set(str(row.get("search_tokens") or "").split())
     return {
+        "semantic": max(semantic or 0.0, 0.0),
         "signal": _overlap(q.signals, set(row["signals"])),
         "concept": _overlap(q.concepts, rec_tokens),
         "text": _overlap(q.words, rec_tokens),
@@ -71,13 +73,13 @@ def match_parts(q: RankQuery, row: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def available(q: RankQuery) -> dict[str, bool]:
-    return {"signal": bool(q.signals), "concept": bool(q.concepts), "text": bool(q.words),
+def available(q: RankQuery, semantic: bool = False) -> dict[str, bool]:
+    return {"semantic": semantic, "signal": bool(q.signals), "concept": bool(q.concepts), "text": bool(q.words),
             "alert": q.alert is not None, "service": bool(q.services), "entity": bool(q.entities)}
 
 
-def relevance(q: RankQuery, parts: dict[str, float]) -> float:
-    have = available(q)
+def relevance(q: RankQuery, parts: dict[str, float], semantic: bool = False) -> float:
+    have = available(q, semantic)
     total = sum(w for k, w in WEIGHTS.items() if have[k])
     if total == 0:
         return 0.0
@@ -87,7 +89,7 @@ def relevance(q: RankQuery, parts: dict[str, float]) -> float:
 def is_specific(parts: dict[str, float]) -> bool:
     """Something beyond 'same service' must match: a signal, a concept, words, an entity or the alert."""
     return parts["signal"] > 0 or parts["concept"] > 0 or parts["text"] >= 0.15 or parts["entity"] > 0 \
-        or parts["alert"] > 0
+        or parts["alert"] > 0 or parts.get("semantic", 0.0) >= 0.5
 
 
 def adjusted_confidence(row: dict[str, Any]) -> float:
@@ -121,9 +123,11 @@ def applicable(q: RankQuery, row: dict[str, Any]) -> bool:
     return all(not (asked and have) or asked == have for asked, have in pairs)
 
 
-def score(q: RankQuery, row: dict[str, Any], policy: RankPolicy) -> Scored:
-    parts = match_parts(q, row)
-    rel = relevance(q, parts)
+def score(q: RankQuery, row: dict[str, Any], policy: RankPolicy,
+          similarities: dict[tuple[str, int], float] | None = None) -> Scored:
+    sim = similarities.get((str(row["family_id"]), int(row["version"]))) if similarities else None
+    parts = match_parts(q, row, sim)
+    rel = relevance(q, parts, semantic=similarities is not None)
     conf = adjusted_confidence(row)
     dec = decay(row, policy)
     env = environment_fit(q, row)
@@ -133,12 +137,14 @@ def score(q: RankQuery, row: dict[str, Any], policy: RankPolicy) -> Scored:
     return Scored(row=row, score=round(rel * quality, 4), relevance=rel, confidence=conf, parts=explain)
 
 
-def rank(q: RankQuery, rows: list[dict[str, Any]], policy: RankPolicy, limit: int) -> list[Scored]:
+def rank(q: RankQuery, rows: list[dict[str, Any]], policy: RankPolicy, limit: int,
+         similarities: dict[tuple[str, int], float] | None = None) -> list[Scored]:
+    """`similarities`: embedding cosine per (family_id, version) when the semantic branch answered."""
     kept: list[Scored] = []
     for row in rows:
         if not applicable(q, row):
             continue
-        s = score(q, row, policy)
+        s = score(q, row, policy, similarities)
         specific = is_specific({k.removeprefix("match_"): v for k, v in s.parts.items() if k.startswith("match_")})
         if specific and s.relevance >= policy.min_relevance:
             kept.append(s)

@@ -7,6 +7,7 @@ briefing row and its lineage edges, written in the same transaction as the read.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import uuid
@@ -21,6 +22,7 @@ from schemas.ledger import EventType, LedgerRecord, Trust, Writer
 from services.briefing import candidates as C
 from services.briefing.rank import RankPolicy, RankQuery, Scored, rank
 from services.briefing.render import render
+from services.briefing.semantic import SemanticIndex
 from services.briefing.text import analyze
 from services.briefing.warnings import WarningContext, warnings_for
 from services.common.db import Cursor, Database
@@ -31,6 +33,7 @@ from services.gateway.service import LedgerGateway
 from services.memory import records as R
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
+log = logging.getLogger("opslore.briefing")
 
 
 def token_estimate(payload: Any) -> int:
@@ -74,10 +77,12 @@ def checks(row: dict[str, Any], services: list[str], limit: int) -> list[CheckVi
 
 
 class BriefingService:
-    def __init__(self, db: Database, settings: Settings, gateway: LedgerGateway | None = None) -> None:
+    def __init__(self, db: Database, settings: Settings, gateway: LedgerGateway | None = None,
+                 semantic: SemanticIndex | None = None) -> None:
         self.db = db
         self.settings = settings
         self.gateway = gateway
+        self.semantic = semantic
 
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")
@@ -88,15 +93,28 @@ class BriefingService:
             rows = C.fetch_candidates(cur, req, tokens, principal.project, now)
             policy = RankPolicy(min_relevance=self.settings.briefing_min_score,
                                 half_life_days=self.settings.episodic_half_life_days, now=now)
-            ranked = rank(q, rows, policy, req.limit)
+            similarities, degraded = self._semantic(cur, req, rows)
+            ranked = rank(q, rows, policy, req.limit, similarities)
             ctx = self._context(cur, ranked, q, principal.project, now)
             hints = [self._hint(s, q, req, ctx, detail=2 if i == 0 else 1) for i, s in enumerate(ranked)]
             self._record(cur, principal, briefing_id, req, hints)
-        response = BriefingResponse(briefing_id=briefing_id, hints=hints, degraded=["embedding"],
+        response = BriefingResponse(briefing_id=briefing_id, hints=hints, degraded=degraded,
                                     rendered=render(hints))
         response.token_estimate = token_estimate(response.rendered)
         response.token_estimate_json = token_estimate(response.wire())
         return response
+
+    def _semantic(self, cur: Cursor, req: BriefingRequest,
+                  rows: list[dict[str, Any]]) -> tuple[dict[tuple[str, int], float] | None, list[str]]:
+        """Embedding similarities, or None and `degraded: ["embedding"]` when the branch is off or fails."""
+        if self.semantic is None:
+            return None, ["embedding"]
+        try:
+            with cur.connection.transaction():  # SAVEPOINT: a failure must not poison the read
+                return self.semantic.similarities(cur, req.text or "", rows), []
+        except Exception:
+            log.warning("embedding branch failed; answering lexically", exc_info=True)
+            return None, ["embedding"]
 
     def _context(self, cur: Cursor, ranked: list[Scored], q: RankQuery, project: str | None,
                  now: datetime) -> WarningContext:

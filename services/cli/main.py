@@ -17,11 +17,13 @@ app = typer.Typer(help="opslore: event-sourced incident memory for SRE agents", 
 db_app = typer.Typer(help="database schema", no_args_is_help=True)
 projector_app = typer.Typer(help="the ledger -> episode projector", no_args_is_help=True)
 review_app = typer.Typer(help="review memory candidates", no_args_is_help=True)
+index_app = typer.Typer(help="derived indexes (embeddings)", no_args_is_help=True)
 records_app = typer.Typer(help="governed memory records", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(projector_app, name="projector")
 app.add_typer(review_app, name="review")
 app.add_typer(records_app, name="records")
+app.add_typer(index_app, name="index")
 console = Console()
 
 
@@ -92,6 +94,32 @@ def projector_rebuild() -> None:
     s = get_settings()
     rebuild(s, s.owner_database_url)
     console.print("projection emptied; restart the projector to rebuild from offset 0")
+
+
+@index_app.command("reindex")
+def index_reindex(
+    model: Annotated[str, typer.Option(help="embedder: hash-ngram")] = "hash-ngram",
+    tenant: Annotated[list[str] | None, typer.Option(help="tenant (repeatable); default: every tenant")] = None,
+    activate: Annotated[bool, typer.Option(help="serve from the new vectors once they are complete")] = False,
+) -> None:
+    """Compute a model's vectors for every current record version; the old model serves until --activate."""
+    from services.briefing.semantic import SemanticIndex, make_embedder, reindex
+    from services.common.db import Database
+
+    s = get_settings()
+    embedder = make_embedder(model)
+    if embedder is None:
+        raise typer.BadParameter("choose an embedding model to index")
+    db = Database(s.database_url, max_size=2)
+    db.open()
+    try:
+        with db.transaction() as cur:
+            cur.execute("SELECT opslore_memory_tenants() AS tenant")
+            tenants = tenant or [r["tenant"] for r in cur.fetchall()]
+        for t in tenants:
+            console.print(reindex(db, SemanticIndex(embedder), t, activate=activate))
+    finally:
+        db.close()
 
 
 @app.command()

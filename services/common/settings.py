@@ -35,6 +35,7 @@ class Settings(BaseSettings):
     episodic_half_life_days: float = 30.0
     low_confidence_below: float = 0.5
     alias_file: str | None = None
+    embedding: str = "off"  # off | hash-ngram: the optional semantic branch (see services/briefing/semantic.py)
 
 
 @lru_cache(maxsize=1)

@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 from schemas.memory import VersionContent
+from services.briefing.semantic import SemanticIndex
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from services.gateway.keys import Principal
@@ -27,8 +28,14 @@ def version_view(row: Row) -> dict[str, Any]:
 
 
 class MemoryService:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, semantic: SemanticIndex | None = None) -> None:
         self.db = db
+        self.semantic = semantic
+
+    def index(self, cur: Cursor, tenant: str, family_id: UUID, version: int, content: VersionContent) -> None:
+        """Derived indexes of a new version, in the writer's transaction (the embedding, when enabled)."""
+        if self.semantic is not None:
+            self.semantic.index_version(cur, tenant, family_id, version, content)
 
     # ------------------------------------------------------------------ reads
     def get_record(self, principal: Principal, family_id: UUID) -> dict[str, Any]:
@@ -142,6 +149,7 @@ class MemoryService:
         R.insert_version(cur, tenant=principal.scoped_tenant, project=fam["project"], family_id=family_id,
                          version=new, content=content, created_by=principal.actor, candidate_id=candidate_id,
                          supersedes=current)
+        self.index(cur, principal.scoped_tenant, family_id, new, content)
         R.set_version_state(cur, family_id, current, "superseded")
         if not R.move_pointer(cur, family_id, expected=current, new=new):
             raise Conflict("the family's current version moved; re-read and retry")

@@ -142,6 +142,7 @@ class ReviewService:
         R.insert_version(cur, tenant=principal.scoped_tenant, project=row["project"], family_id=family_id,
                          version=1, content=content, created_by=principal.actor,
                          candidate_id=row["candidate_id"], supersedes=None)
+        self.memory.index(cur, principal.scoped_tenant, family_id, 1, content)
         R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=1, action="approve",
                 actor=principal.actor, reason=note, before=None,
                 after={"version": 1, "state": "active", "content_hash": R.content_hash(content)})

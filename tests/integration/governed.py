@@ -6,6 +6,7 @@ import uuid
 from datetime import UTC, datetime
 
 from schemas.memory import CandidateDraft, EvidenceRef
+from services.briefing.semantic import SemanticIndex
 from services.briefing.service import BriefingService
 from services.common.db import Database
 from services.common.settings import Settings
@@ -39,12 +40,12 @@ def seed_candidate(db: Database, tenant: str, d: CandidateDraft, project: str = 
 
 
 class GovernedServices:
-    def __init__(self, db_url: str) -> None:
+    def __init__(self, db_url: str, semantic: SemanticIndex | None = None) -> None:
         self.db = Database(db_url, max_size=4)
         self.db.open()
-        self.memory = MemoryService(self.db)
+        self.memory = MemoryService(self.db, semantic)
         self.review = ReviewService(self.db, self.memory)
-        self.briefing = BriefingService(self.db, Settings())
+        self.briefing = BriefingService(self.db, Settings(), semantic=semantic)
 
     def close(self) -> None:
         self.db.close()
