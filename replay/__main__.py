@@ -42,6 +42,28 @@ def run(
 
 
 @app.command()
+def regress(
+    ledger: Annotated[Path, typer.Argument(help="ledger file (JSON Lines, from `opslore ledger export`)")],
+    snapshot: Annotated[Path, typer.Option(help="stored snapshot (written when missing or with --update)")],
+    update: bool = False,
+    api_url: Annotated[str | None, typer.Option(help="default OPSLORE_API_URL")] = None,
+) -> None:
+    """Replay a ledger file into an empty tenant and diff the result against the stored snapshot."""
+    from replay.regress import regress as run_regression
+    from services.cli.client import OpsloreClient
+
+    s = get_settings()
+    url = api_url or s.api_url
+    result = run_regression(OpsloreClient(url, s.admin_token), url, ledger, snapshot, update)
+    if result.passed:
+        typer.echo(f"regression: identical to {snapshot}")
+        return
+    for line in result.diff:
+        typer.secho(line, fg="green" if line.startswith("+") else "red" if line.startswith("-") else None)
+    raise typer.Exit(1)
+
+
+@app.command()
 def check(paths: Annotated[list[Path], typer.Argument()]) -> None:
     """Parse scenario files without running them."""
     scenarios = [sc for p in paths for sc in load_scenarios(p)]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from fastapi import APIRouter, Body, Response
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from schemas.api import (
@@ -48,6 +49,13 @@ def append_events(svc: Svc, caller: Caller, body: Any = Body(...)) -> dict[str, 
     records = svc.gateway.append(body, caller)
     EVENTS_ACCEPTED.inc(len(records))
     return {"accepted": [str(r.event_id) for r in records]}
+
+
+@router.get("/v1/ledger/export")
+def export_ledger(svc: Svc, caller: Caller, since: datetime | None = None,
+                  incident_id: str | None = None) -> StreamingResponse:
+    caller.require("admin")  # fail before the stream starts
+    return StreamingResponse(svc.episodes.export(caller, since, incident_id), media_type="application/x-ndjson")
 
 
 @router.get("/v1/incidents/{incident_id}/episode")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -37,6 +38,14 @@ class OpsloreClient:
 
     def append(self, events: list[dict[str, Any]]) -> list[str]:
         return list(self.request("POST", "/v1/ledger/events", json={"events": events})["accepted"])
+
+    def export(self, since: str | None = None, incident_id: str | None = None) -> Iterator[str]:
+        params = {k: v for k, v in {"since": since, "incident_id": incident_id}.items() if v}
+        with self.http.stream("GET", "/v1/ledger/export", params=params) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise ApiError(response.status_code, response.json())
+            yield from (line for line in response.iter_lines() if line)
 
     def episode(self, incident_id: str) -> dict[str, Any] | None:
         try:

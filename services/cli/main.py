@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,12 +19,14 @@ db_app = typer.Typer(help="database schema", no_args_is_help=True)
 projector_app = typer.Typer(help="the ledger -> episode projector", no_args_is_help=True)
 review_app = typer.Typer(help="review memory candidates", no_args_is_help=True)
 index_app = typer.Typer(help="derived indexes (embeddings)", no_args_is_help=True)
+ledger_app = typer.Typer(help="export and import ledger files", no_args_is_help=True)
 records_app = typer.Typer(help="governed memory records", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(projector_app, name="projector")
 app.add_typer(review_app, name="review")
 app.add_typer(records_app, name="records")
 app.add_typer(index_app, name="index")
+app.add_typer(ledger_app, name="ledger")
 console = Console()
 
 
@@ -120,6 +123,27 @@ def index_reindex(
             console.print(reindex(db, SemanticIndex(embedder), t, activate=activate))
     finally:
         db.close()
+
+
+@ledger_app.command("export")
+def ledger_export(since: Annotated[str | None, typer.Option(help="RFC 3339 time")] = None,
+                  incident: str | None = None) -> None:
+    """Write the key's tenant ledger to stdout as JSON Lines (admin key)."""
+    for line in _call(lambda: list(_client().export(since, incident))):
+        print(line)
+
+
+@ledger_app.command("import")
+def ledger_import(path: Path, keep_project: bool = False) -> None:
+    """Append a ledger file to the key's tenant (event ids kept: importing twice is a no-op)."""
+    from replay.ledger_io import import_ledger, read_ledger
+
+    try:
+        sent = _call(import_ledger, _client(), read_ledger(path), keep_project=keep_project)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+    console.print(f"imported {sent} events")
 
 
 @app.command()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
+from schemas.ledger import LedgerRecord
 from services.common.db import Database
 from services.common.errors import NotFound
 from services.gateway.keys import Principal
@@ -22,3 +25,37 @@ class EpisodeQueries:
             raise NotFound(f"no episode for incident {incident_id}")
         body: dict[str, Any] = row["body"]
         return body
+
+    def export(self, principal: Principal, since: datetime | None, incident_id: str | None) -> Iterator[bytes]:
+        """The tenant's ledger records as stored on the topic (NDJSON lines), in ledger order.
+
+        Read from the projection's event table, which holds every applied event exactly as recorded
+        (envelope, recorded_at, content_hash); streamed with a server-side cursor.
+        """
+        principal.require("admin")
+        sql = ["SELECT * FROM ledger_events WHERE true"]
+        params: list[Any] = []
+        if principal.project:
+            sql.append("AND project = %s")
+            params.append(principal.project)
+        if since is not None:
+            sql.append("AND occurred_at >= %s")
+            params.append(since)
+        if incident_id:
+            sql.append("AND incident_id = %s")
+            params.append(incident_id)
+        sql.append("ORDER BY source_partition, source_offset")
+        with self.db.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT set_config('opslore.tenant', %s, true)", (principal.scoped_tenant,))
+            with conn.cursor(name="ledger_export") as cur:
+                cur.execute(" ".join(sql), params)
+                for row in cur:
+                    yield record_of(row).to_json() + b"\n"
+
+
+def record_of(row: dict[str, Any]) -> LedgerRecord:
+    return LedgerRecord(
+        event_id=row["event_id"], type=row["type"], tenant=row["tenant"], project=row["project"],
+        incident_id=row["incident_id"], occurred_at=row["occurred_at"], writer=row["writer"], trust=row["trust"],
+        payload=row["payload"], recorded_at=row["recorded_at"], content_hash=row["content_hash"],
+    )
