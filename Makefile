@@ -35,8 +35,9 @@ unit:  ## pure tests, no services needed
 test: up lint typecheck  ## lint, typecheck, and every test against the real stack
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-replay: up  ## replay the shared and own scenario corpora
-	$(PY) -m replay run ../shared/scenarios replay/scenarios
+replay: up  ## scenario corpora + memory-on/off release gate (exit 1 on any failure); HTML in replay/results/
+	$(PY) -m replay run ../shared/scenarios replay/scenarios --report replay/results/corpus.json
+	$(PY) -m replay gate --corpus-report replay/results/corpus.json
 
 bench: up  ## benchmarks, JSON into bench/results/
 	$(PY) -m bench.run

@@ -42,6 +42,44 @@ def run(
 
 
 @app.command()
+def gate(
+    report: Annotated[Path, typer.Option(help="JSON report")] = Path("replay/results/gate.json"),
+    html_report: Annotated[Path, typer.Option("--html", help="static HTML")] = Path("replay/results/report.html"),
+    corpus_report: Annotated[Path | None, typer.Option(help="a `run` JSON report to chart too")] = None,
+    max_harmful_rate: float = 0.10,
+    api_url: Annotated[str | None, typer.Option(help="default OPSLORE_API_URL")] = None,
+) -> None:
+    """Memory-on vs memory-off with a deterministic planner; exit 1 when memory makes things worse."""
+    import json
+
+    from rich.progress import Progress
+
+    from replay.gate import build_memory, live_brief, run_gate, trials_for
+    from replay.html import gate_report
+    from replay.report import print_gate
+    from services.cli.client import OpsloreClient
+
+    s = get_settings()
+    url = api_url or s.api_url
+    client, archetypes = build_memory(OpsloreClient(url, s.admin_token), url)
+    with Progress(transient=True) as progress:
+        task = progress.add_task("memory gate", total=len(trials_for(archetypes)))
+        result = run_gate(client, archetypes, live_brief(client), lambda _: progress.advance(task),
+                          max_harmful_rate=max_harmful_rate)
+    doc = result.to_json()
+    print_gate(doc)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    comparison = None
+    if corpus_report and corpus_report.exists():
+        comparison = json.loads(corpus_report.read_text(encoding="utf-8")).get("comparison")
+    html_report.write_text(gate_report(doc, comparison), encoding="utf-8")
+    typer.echo(f"reports: {report}, {html_report}")
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+@app.command()
 def regress(
     ledger: Annotated[Path, typer.Argument(help="ledger file (JSON Lines, from `opslore ledger export`)")],
     snapshot: Annotated[Path, typer.Option(help="stored snapshot (written when missing or with --update)")],

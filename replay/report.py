@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -49,3 +50,15 @@ def write_json(results: list[ScenarioResult], path: Path, comparison: Comparison
            "results": [r.to_json() for r in results]}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def print_gate(doc: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table("planner", "mean rank of true cause", "mean checks", "harmful-hint rate", title="memory gate")
+    for name in ("memory_off", "memory_on"):
+        m = doc[name]
+        table.add_row(name.replace("_", " "), f"{m['mean_rank']:.3f}", f"{m['mean_checks']:.3f}",
+                      f"{m['harmful_hint_rate']:.3f}")
+    console.print(table)
+    verdict = "[green]PASSED[/green]" if doc["passed"] else "[red]FAILED[/red]: " + "; ".join(doc["failures"])
+    console.print(f"release gate {verdict} over {doc['trials']} trials")

@@ -86,21 +86,7 @@ class ScenarioRunner:
         return clients
 
     def learn_incident(self, scenario: Scenario, inc: ScenarioIncident, client: OpsloreClient) -> Check:
-        """Append the incident's events, wait for its episode, review its candidates as the file says."""
-        events = ledger_events(scenario, inc)
-        client.append(events)
-        episode = _wait(lambda: (e := client.episode(inc.id)) and e["event_count"] >= len(events) and e)
-        if not episode:
-            raise RuntimeError(f"{inc.id}: the episode did not reach {len(events)} events in {WAIT_SECONDS}s")
-        pending = client.candidates(incident_id=inc.id, state="pending")
-        produced = bool(pending) or bool(client.candidates(incident_id=inc.id))
-        for cand in pending:
-            if inc.review == "approve":
-                client.approve(str(cand["candidate_id"]), note="replay", edits=inc.approve_edits)
-            elif inc.review == "reject":
-                client.reject(str(cand["candidate_id"]), "replay rejects")
-        return Check("candidate produced" if inc.expect_candidate else "no candidate produced",
-                     produced == inc.expect_candidate, f"gate: {episode.get('gate_verdict')}")
+        return learn_incident(scenario, inc, client)
 
     def _after(self, step: AfterStep, client: OpsloreClient, result: ScenarioResult) -> None:
         records = client.records(incident_id=step.incident)
@@ -133,3 +119,21 @@ class ScenarioRunner:
                     f"feedback on {fb.incident}", False, "no hint cites it")))
                 continue
             client.feedback(answer["briefing_id"], str(hint["family_id"]), fb.verdict)
+
+
+def learn_incident(scenario: Scenario, inc: ScenarioIncident, client: OpsloreClient) -> Check:
+    """Append the incident's events, wait for its episode, review its candidates as the file says."""
+    events = ledger_events(scenario, inc)
+    client.append(events)
+    episode = _wait(lambda: (e := client.episode(inc.id)) and e["event_count"] >= len(events) and e)
+    if not episode:
+        raise RuntimeError(f"{inc.id}: the episode did not reach {len(events)} events in {WAIT_SECONDS}s")
+    pending = client.candidates(incident_id=inc.id, state="pending")
+    produced = bool(pending) or bool(client.candidates(incident_id=inc.id))
+    for cand in pending:
+        if inc.review == "approve":
+            client.approve(str(cand["candidate_id"]), note="replay", edits=inc.approve_edits)
+        elif inc.review == "reject":
+            client.reject(str(cand["candidate_id"]), "replay rejects")
+    return Check("candidate produced" if inc.expect_candidate else "no candidate produced",
+                 produced == inc.expect_candidate, f"gate: {episode.get('gate_verdict')}")

@@ -101,6 +101,7 @@ class Hint(BaseModel):
     memory_type: str
     summary: str
     root_cause: str | None
+    root_cause_category: str | None = None
     confidence: float
     authority: Literal["clue"] = "clue"
     score: float

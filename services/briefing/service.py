@@ -131,7 +131,8 @@ class BriefingService:
         row = s.row
         return Hint(
             family_id=row["family_id"], version=row["version"], memory_type=row["memory_type"],
-            summary=row["summary"], root_cause=row["root_cause"], confidence=s.confidence, score=s.score,
+            summary=row["summary"], root_cause=row["root_cause"], root_cause_category=row["root_cause_category"],
+            confidence=s.confidence, score=s.score,
             source_incidents=list(row["source_incidents"]), evidence=evidence_views(row, detail),
             warnings=warnings_for(q, row, s.confidence, ctx), verify_with=checks(row, req.services, detail),
             valid_until=row["valid_until"], last_verified_at=row["last_verified_at"],
