@@ -202,7 +202,9 @@ class LedgerEvent(_Strict):
         return model.model_validate(self.payload)  # type: ignore[return-value]
 
     def compute_hash(self) -> str:
-        return hashlib.sha256(canonical_json(self.model_dump(mode="json"))).hexdigest()
+        """SHA-256 of the canonical envelope, never including `recorded_at` and `content_hash` themselves."""
+        envelope = self.model_dump(mode="json", exclude={"recorded_at", "content_hash"})
+        return hashlib.sha256(canonical_json(envelope)).hexdigest()
 
     def to_record(self, recorded_at: datetime) -> LedgerRecord:
         return LedgerRecord(

@@ -1,11 +1,14 @@
 """ProjectorRunner: the poll loop that turns the ledger topic into PostgreSQL projections.
 
 Commit order for each polled batch:
-  1. Decode every record. One that does not decode, or whose projection raises, is set aside for the
-     dead-letter topic with the reason (inside the transaction a SAVEPOINT undoes its partial writes).
-  2. In ONE PostgreSQL transaction: for each record, scope to its tenant, skip it if its
-     `(tenant, event_id)` was seen, otherwise apply the policy's changes; then store the next offset
-     of every partition in `projector_offsets`.
+  1. Decode every record and verify its content_hash. One that does not decode or whose hash does not
+     match is set aside for the dead-letter topic.
+  2. In ONE PostgreSQL transaction: apply the batch, then store the next offset of every partition in
+     `projector_offsets`. Fast path (under a SAVEPOINT): per tenant, insert the event rows in one
+     pipelined statement (which tells the new `(tenant, event_id)`s from repeats), load the touched
+     episodes in one query, run the pure policy in memory, write each touched episode once. If the fast
+     path raises, it is rolled back and the batch is applied event by event, each under its own
+     SAVEPOINT, so that only the event whose projection raises goes to the dead-letter topic.
   3. Produce the dead-letter records and flush them (before the commit, so none is lost).
   4. Commit the PostgreSQL transaction.
   5. Only then commit the Kafka consumer-group offsets (for lag monitoring).
@@ -30,7 +33,7 @@ from pydantic import ValidationError
 
 from schemas.ledger import LedgerRecord
 from services.common.db import Cursor, Database, set_tenant
-from services.common.kafka import ledger_consumer, plain_producer
+from services.common.kafka import ensure_topics, ledger_consumer, plain_producer
 from services.common.settings import Settings
 from services.projector import policy, store
 
@@ -84,6 +87,7 @@ class ProjectorRunner:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
+        ensure_topics(self.settings)  # the dead-letter topic must exist before anything fails
         self.consumer = ledger_consumer(self.settings, self.consumer_name)
         self.consumer.subscribe([self.topic], listener=_SeekToStoredOffsets(self))
         self.dlq = plain_producer(self.settings, f"{self.consumer_name}-dlq")
@@ -126,29 +130,73 @@ class ProjectorRunner:
 
     def _project(self, records: list[Any]) -> tuple[BatchResult, dict[int, int]]:
         result = BatchResult()
-        offsets: dict[int, int] = {}
+        offsets = {rec.partition: rec.offset + 1 for rec in records}
         dead: list[DeadLetter] = []
+        decoded = self._decode(records, dead)
         with self.db.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            for rec in records:
-                outcome = self._apply_one(cur, rec, dead)
-                if outcome == "applied":
-                    result.applied += 1
-                elif outcome == "duplicate":
-                    result.duplicates += 1
-                offsets[rec.partition] = rec.offset + 1
+            try:
+                with conn.transaction():  # SAVEPOINT for the fast path
+                    result.applied, result.duplicates = self._apply_batch(cur, decoded)
+            except Exception:
+                log.warning("batch fast path failed; applying the batch event by event", exc_info=True)
+                for rec, event in decoded:
+                    outcome = self._apply_one(cur, rec, event, dead)
+                    result.applied += outcome == "applied"
+                    result.duplicates += outcome == "duplicate"
             store.save_offsets(cur, self.consumer_name, self.topic, offsets)
             self._publish_dead_letters(dead)
             # leaving the transaction block commits (step 4)
         result.dead_letters = len(dead)
         return result, offsets
 
-    def _apply_one(self, cur: Cursor, rec: Any, dead: list[DeadLetter]) -> str:
-        try:
-            event = LedgerRecord.model_validate_json(rec.value)
-            event.typed_payload()
-        except (ValidationError, ValueError) as exc:
-            dead.append(DeadLetter(rec.partition, rec.offset, f"undecodable: {exc}"[:2000], bytes(rec.value or b"")))
-            return "dead"
+    @staticmethod
+    def _decode(records: list[Any], dead: list[DeadLetter]) -> list[tuple[Any, LedgerRecord]]:
+        decoded = []
+        for rec in records:
+            try:
+                event = LedgerRecord.model_validate_json(rec.value)
+                event.typed_payload()
+                if event.compute_hash() != event.content_hash:
+                    raise ValueError("content_hash does not match the envelope")
+                decoded.append((rec, event))
+            except (ValidationError, ValueError) as exc:
+                dead.append(DeadLetter(rec.partition, rec.offset, f"undecodable: {exc}"[:2000],
+                                       bytes(rec.value or b"")))
+        return decoded
+
+    def _apply_batch(self, cur: Cursor, decoded: list[tuple[Any, LedgerRecord]]) -> tuple[int, int]:
+        by_tenant: dict[str, list[tuple[Any, LedgerRecord]]] = {}
+        for rec, event in decoded:
+            by_tenant.setdefault(event.tenant, []).append((rec, event))
+        applied = 0
+        for tenant, items in by_tenant.items():
+            set_tenant(cur, tenant)
+            new_ids = store.record_events(cur, [(e, r.partition, r.offset) for r, e in items])
+            fresh: list[LedgerRecord] = []
+            seen: set[Any] = set()
+            for _, event in items:
+                if event.event_id in new_ids and event.event_id not in seen:
+                    seen.add(event.event_id)
+                    fresh.append(event)
+            applied += self._project_fresh(cur, tenant, fresh)
+        return applied, len(decoded) - applied
+
+    @staticmethod
+    def _project_fresh(cur: Cursor, tenant: str, fresh: list[LedgerRecord]) -> int:
+        episodes = store.load_episodes(cur, sorted({e.incident_id for e in fresh}))
+        touched: dict[str, None] = {}
+        changes = []
+        for event in fresh:
+            change = policy.project(episodes.get(event.incident_id), event)
+            if change.episode is not None:
+                episodes[event.incident_id] = change.episode
+                touched[event.incident_id] = None
+            changes.append(change)
+        store.save_episodes(cur, [episodes[i] for i in touched])
+        store.apply_side_effects(cur, tenant, changes)
+        return len(fresh)
+
+    def _apply_one(self, cur: Cursor, rec: Any, event: LedgerRecord, dead: list[DeadLetter]) -> str:
         try:
             with cur.connection.transaction():  # SAVEPOINT
                 set_tenant(cur, event.tenant)

@@ -112,3 +112,54 @@ def truncate_projection(cur: Cursor, consumer: str) -> None:
     """Empty every projection table and forget the consumer's offsets (owner role; see rebuild)."""
     cur.execute(f"TRUNCATE {', '.join(PROJECTION_TABLES)}")
     cur.execute("DELETE FROM projector_offsets WHERE consumer = %s", (consumer,))
+
+
+# ---------------------------------------------------------------- batch forms (the runner's fast path)
+def record_events(cur: Cursor, items: list[tuple[LedgerRecord, int, int]]) -> set[Any]:
+    """Insert event rows; return the event ids that were new for this tenant (one pipelined statement)."""
+    cur.executemany(
+        """INSERT INTO ledger_events (tenant, event_id, project, incident_id, type, trust, writer,
+               occurred_at, recorded_at, content_hash, payload, source_partition, source_offset)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+           ON CONFLICT (tenant, event_id) DO NOTHING RETURNING event_id""",
+        [(r.tenant, r.event_id, r.project, r.incident_id, r.type.value, r.trust.value, Jsonb(r.writer.model_dump()),
+          r.occurred_at, r.recorded_at, r.content_hash, Jsonb(r.payload), p, o) for r, p, o in items],
+        returning=True,
+    )
+    new: set[Any] = set()
+    while True:
+        new.update(row["event_id"] for row in cur.fetchall())
+        if not cur.nextset():
+            return new
+
+
+def load_episodes(cur: Cursor, incidents: list[str]) -> dict[str, Episode]:
+    if not incidents:
+        return {}
+    cur.execute("SELECT incident_id, body FROM episodes WHERE incident_id = ANY(%s)", (incidents,))
+    return {r["incident_id"]: Episode.model_validate(r["body"]) for r in cur.fetchall()}
+
+
+def save_episodes(cur: Cursor, episodes: list[Episode]) -> None:
+    if episodes:
+        cur.executemany(
+            """INSERT INTO episodes
+                 (tenant, incident_id, project, status, event_count, opened_at, resolved_at, body)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+               ON CONFLICT (tenant, incident_id) DO UPDATE SET project = EXCLUDED.project,
+                 status = EXCLUDED.status, event_count = EXCLUDED.event_count, opened_at = EXCLUDED.opened_at,
+                 resolved_at = EXCLUDED.resolved_at, body = EXCLUDED.body""",
+            [(e.tenant, e.incident_id, e.project, e.status, e.event_count, e.opened_at, e.resolved_at,
+              Jsonb(e.model_dump(mode="json"))) for e in episodes],
+        )
+
+
+def apply_side_effects(cur: Cursor, tenant: str, changes: list[Changes]) -> None:
+    """Candidates, misleading signals and feedback of many changes (episodes are saved separately)."""
+    for change in changes:
+        if change.candidate is not None:
+            _insert_candidate(cur, tenant, change.candidate)
+        for item in change.misleading:
+            _insert_misleading(cur, tenant, item)
+        if change.feedback is not None:
+            _apply_feedback(cur, tenant, change.feedback)

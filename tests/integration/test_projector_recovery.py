@@ -166,10 +166,15 @@ def test_undecodable_record_goes_to_the_dead_letter_topic(
     topic, dlq = fresh_topic(1), fresh_topic(1)
     producer = plain_producer(settings, "test-raw")
     producer.send(topic, key=b"acme/INC-X", value=b"{definitely not an envelope")
+    tampered = orjson.loads(record(resolved_incident("INC-T")[0], tenant="acme").to_json())
+    tampered["payload"]["title"] = "edited after hashing"
+    producer.send(topic, key=b"acme/INC-T", value=orjson.dumps(tampered))
     producer.flush()
     producer.close()
+    poison = record(raw_event("observation.recorded", "INC-Y", {"source": "logs", "summary": "ok",
+                                                                 "extra": "nul \x00 inside"}), tenant="acme")
     good = [record(e, tenant="acme") for e in resolved_incident("INC-Y")]
-    produce(settings, topic, good)
+    produce(settings, topic, [*good[:2], poison, *good[2:]])  # one batch: fast path fails, slow path isolates
     db = fresh_database()
     with projector(settings, db, topic, dlq, f"dlq-{uuid.uuid4().hex[:6]}") as proc:
         wait_until_applied(db, len(good), proc)
@@ -177,6 +182,9 @@ def test_undecodable_record_goes_to_the_dead_letter_topic(
                              consumer_timeout_ms=5000)
     letters = [orjson.loads(m.value) for m in consumer]
     consumer.close()
-    assert len(letters) == 1
-    assert letters[0]["offset"] == 0 and letters[0]["reason"].startswith("undecodable")
-    assert letters[0]["value"] == "{definitely not an envelope"
+    reasons = {letter["offset"]: letter["reason"] for letter in letters}
+    assert len(letters) == 3
+    assert reasons[0].startswith("undecodable") and letters[0]["value"] == "{definitely not an envelope"
+    assert "content_hash does not match" in reasons[1]
+    assert reasons[4].startswith("projection failed")  # offsets 2-3 good, 4 the poison (after a txn marker)
+    assert applied(db) == len(good)

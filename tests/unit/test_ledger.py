@@ -56,3 +56,4 @@ def test_content_hash_is_canonical_and_excludes_system_fields() -> None:
     assert record(raw, tenant="other").content_hash != a.content_hash
     decoded = LedgerRecord.model_validate_json(a.to_json())
     assert decoded == a and decoded.envelope().compute_hash() == a.content_hash
+    assert decoded.compute_hash() == a.content_hash  # a stored record verifies against its own hash
