@@ -93,6 +93,7 @@ class CheckView(BaseModel):
     source: str
     query: str
     expect: str
+    signals: list[str] = Field(default_factory=list)
 
 
 class Hint(BaseModel):
@@ -129,6 +130,11 @@ class BriefingResponse(BaseModel):
             if hint.get("explain") is None:
                 hint.pop("explain", None)
         return body
+
+
+class VerifyRequest(_Req):
+    incident_id: str = Field(pattern=r"^[A-Za-z0-9._:-]{1,128}$")
+    namespace: str | None = Field(default=None, max_length=253)
 
 
 class FeedbackRequest(_Req):

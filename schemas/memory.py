@@ -107,6 +107,7 @@ class VerifyCheck(_Model):
     source: str
     query: str
     expect: str
+    signals: list[str] = Field(default_factory=list)  # what would support the hint if seen again
 
 
 class CandidateDraft(_Model):

@@ -10,11 +10,12 @@ need=()
 command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || need+=(maven)
 command -v curl >/dev/null || need+=(curl)
+[ -x /usr/bin/prometheus ] || need+=(prometheus)  # collector tests run a real Prometheus server
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then log "please install: ${need[*]}"; exit 1; fi
   log "apt-get install ${need[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 "$here/kafka.sh" install
 PY=${PYTHON:-python3}

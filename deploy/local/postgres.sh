@@ -45,9 +45,14 @@ create_roles() {
       CREATE ROLE opslore_owner LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE; END IF;
     IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='opslore_app') THEN
       CREATE ROLE opslore_app LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE NOCREATEDB; END IF;
+    -- owns only the briefing candidate-search function (migration 0005): reads memory_versions with its
+    -- indexes usable, scoped inside the function to the caller's opslore.tenant setting. Cannot log in.
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='opslore_search') THEN
+      CREATE ROLE opslore_search NOLOGIN NOSUPERUSER BYPASSRLS NOCREATEROLE NOCREATEDB; END IF;
   END \$\$;
   ALTER ROLE opslore_owner CREATEDB PASSWORD '$OPSLORE_OWNER_PASSWORD';
-  ALTER ROLE opslore_app PASSWORD '$OPSLORE_APP_PASSWORD';"
+  ALTER ROLE opslore_app PASSWORD '$OPSLORE_APP_PASSWORD';
+  GRANT opslore_search TO opslore_owner;"
   if ! superuser_sql "SELECT 1" opslore >/dev/null 2>&1; then
     superuser_sql "CREATE DATABASE opslore OWNER opslore_owner"
   fi

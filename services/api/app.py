@@ -17,6 +17,10 @@ from services.api.metrics import REQUEST_SECONDS
 from services.api.routes import router
 from services.briefing.semantic import SemanticIndex, make_embedder
 from services.briefing.service import BriefingService
+from services.collectors.kubernetes import KubernetesCollector, api_client
+from services.collectors.prometheus import PrometheusCollector
+from services.collectors.signals import load_rules
+from services.collectors.verify import HintVerifier, VerificationService
 from services.common.db import Database
 from services.common.errors import OpsloreError
 from services.common.kafka import ensure_topics, transactional_producer
@@ -40,7 +44,18 @@ def build_services(settings: Settings) -> Services:
         settings=settings, db=db, keys=ApiKeyService(db, settings.admin_token), gateway=gateway,
         memory=memory, review=ReviewService(db, memory), briefing=BriefingService(db, settings, gateway, semantic),
         episodes=EpisodeQueries(db),
+        verification=VerificationService(db, gateway, build_verifier(settings)),
     )
+
+
+def build_verifier(settings: Settings) -> HintVerifier:
+    """Live sources for hint verification, from OPSLORE_PROMETHEUS_URL and OPSLORE_KUBE_* (each optional)."""
+    rules = load_rules(settings.signal_rules)
+    prom = PrometheusCollector(settings.prometheus_url, rules) if settings.prometheus_url else None
+    kube = None
+    if settings.kube_host or settings.kubeconfig:
+        kube = KubernetesCollector(api_client(settings.kube_host, settings.kubeconfig))
+    return HintVerifier(prom, kube, settings.kube_namespace)
 
 
 def _error(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:

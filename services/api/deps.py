@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 
 from services.briefing.service import BriefingService
+from services.collectors.verify import VerificationService
 from services.common.db import Database
 from services.common.settings import Settings
 from services.gateway.keys import ApiKeyService, Principal
@@ -27,6 +28,7 @@ class Services:
     review: ReviewService
     briefing: BriefingService
     episodes: EpisodeQueries
+    verification: VerificationService
 
 
 def services(request: Request) -> Services:

@@ -19,6 +19,7 @@ from schemas.api import (
     RetractRequest,
     RollbackRequest,
     SupersedeRequest,
+    VerifyRequest,
 )
 from services.api.deps import Caller, Svc
 from services.api.metrics import BRIEFING_HINTS, EVENTS_ACCEPTED
@@ -133,6 +134,11 @@ def briefing(body: BriefingRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
     response = svc.briefing.brief(caller, body)
     BRIEFING_HINTS.observe(len(response.hints))
     return response.wire()
+
+
+@router.post("/v1/briefings/{briefing_id}/verify")
+def verify(briefing_id: UUID, body: VerifyRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.verification.verify(caller, briefing_id, body.incident_id, body.namespace)
 
 
 @router.post("/v1/briefings/{briefing_id}/feedback", status_code=202)

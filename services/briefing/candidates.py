@@ -12,51 +12,83 @@ from schemas.api import BriefingRequest
 from services.briefing.text import tsquery_any
 from services.common.db import Cursor, Row
 
-MAX_CANDIDATES = 200
+BRANCH_LIMIT = 60  # per branch (ordered by recency or text rank); the union feeds the Python ranker
+TEXT_MATCH_CAP = 300  # full-text matches ranked per request (ts_rank is the costly part)
 
+# Candidate ids come from the SECURITY DEFINER function of migration 0005 (index-driven branches scoped to
+# the transaction's tenant; see there for why); the rows themselves are read here, under RLS.
 _SQL = """
-SELECT v.family_id, v.version, v.project, v.memory_type, v.summary, v.root_cause, v.root_cause_category,
-       v.alert_name, v.services, v.signals, v.entities, v.misleading_signals, v.source_incidents,
-       v.evidence, v.verify_with, v.trust_mix, v.confidence, v.environment, v.cluster, v.version_range,
-       v.topology_fingerprint, v.applicability_restricted, v.owner, v.valid_until, v.last_verified_at,
-       v.observed_at, v.search_tokens,
-       coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted,
-       ts_rank(v.search_tsv, q.query) AS text_rank
-FROM memory_families f
-JOIN memory_versions v ON v.family_id = f.family_id AND v.version = f.current_version
-LEFT JOIN family_feedback fb ON fb.family_id = f.family_id
-CROSS JOIN (SELECT CASE WHEN %(tsq)s = '' THEN NULL ELSE %(tsq)s::tsquery END AS query) q
-WHERE f.state = 'active' AND v.state = 'active'
-  AND v.valid_from <= %(now)s AND (v.valid_until IS NULL OR v.valid_until > %(now)s)
-  AND (%(project)s::text IS NULL OR f.project = %(project)s)
-  AND ( v.alert_name = %(alert)s
-     OR v.services && %(services)s OR v.signals && %(signals)s OR v.entities && %(entities)s
-     OR (q.query IS NOT NULL AND v.search_tsv @@ q.query) )
-ORDER BY text_rank DESC, v.family_id
-LIMIT %(limit)s
+WITH picked AS (
+  SELECT * FROM opslore_briefing_candidates(%(services)s, %(signals)s, %(alert)s,
+                                            CASE WHEN %(tsq)s = '' THEN NULL ELSE %(tsq)s::tsquery END,
+                                            %(project)s, %(limit)s, %(text_cap)s))
+SELECT v.family_id, v.version, v.memory_type, v.alert_name, v.services, v.signals, v.entities,
+       v.confidence, v.environment, v.cluster, v.version_range, v.topology_fingerprint,
+       v.applicability_restricted, v.last_verified_at, v.observed_at, v.search_tokens,
+       coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted
+FROM picked p
+JOIN memory_versions v ON v.family_id = p.family_id AND v.version = p.version
+JOIN memory_families f ON f.family_id = v.family_id AND f.current_version = v.version AND f.state = 'active'
+LEFT JOIN family_feedback fb ON fb.family_id = v.family_id
+WHERE v.valid_from <= %(now)s AND (v.valid_until IS NULL OR v.valid_until > %(now)s)
 """
 
 
 def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], project: str | None,
                      now: datetime) -> list[Row]:
+    """Bounded, index-driven branches (same service; same signals under the same alert; full text),
+    unioned, then full rows for at most 3 x BRANCH_LIMIT versions."""
     cur.execute(_SQL, {
         "tsq": tsquery_any(tokens), "now": now, "project": project,
         "alert": req.alert.name if req.alert else None, "services": req.services,
-        "signals": req.signals, "entities": req.entities, "limit": MAX_CANDIDATES,
+        "signals": req.signals, "limit": BRANCH_LIMIT, "text_cap": TEXT_MATCH_CAP,
     })
     return cur.fetchall()
 
 
-def alert_categories(cur: Cursor, alert_name: str, project: str | None, now: datetime) -> dict[str, set[str]]:
-    """Root-cause categories each active family under this alert name has (for alternative causes)."""
+DETAIL_COLUMNS = ("project", "summary", "root_cause", "root_cause_category", "misleading_signals", "source_incidents",
+                  "evidence", "verify_with", "trust_mix", "owner", "valid_until")
+
+
+def add_details(cur: Cursor, rows: list[Row]) -> None:
+    """Fill in the columns a hint shows, for the few rows that made the answer (by primary key)."""
+    if not rows:
+        return
     cur.execute(
-        """SELECT v.root_cause_category AS category, array_agg(DISTINCT i) AS incidents
-           FROM memory_families f JOIN memory_versions v ON v.family_id = f.family_id AND v.version = f.current_version
-           CROSS JOIN LATERAL unnest(v.source_incidents) AS i
-           WHERE f.state = 'active' AND v.alert_name = %s AND v.root_cause_category IS NOT NULL
-             AND (%s::text IS NULL OR f.project = %s) AND (v.valid_until IS NULL OR v.valid_until > %s)
-           GROUP BY v.root_cause_category""",
-        (alert_name, project, project, now),
+        f"""SELECT family_id, version, {", ".join(DETAIL_COLUMNS)} FROM memory_versions
+            WHERE (family_id, version) IN (SELECT * FROM unnest(%s::uuid[], %s::int[]))""",
+        ([r["family_id"] for r in rows], [r["version"] for r in rows]),
+    )
+    details = {(d["family_id"], d["version"]): d for d in cur.fetchall()}
+    for r in rows:
+        r.update(details[(r["family_id"], r["version"])])
+
+
+def alert_categories(cur: Cursor, alert_name: str, project: str | None, now: datetime) -> dict[str, set[str]]:
+    """Root-cause categories that active records under this alert name have, with up to 3 example
+    incidents each (for the alternative_root_causes warning). Bounded: a recursive skip over the
+    (tenant, alert_name, root_cause_category) index visits each distinct category once."""
+    cur.execute(
+        """WITH RECURSIVE cats AS (
+             (SELECT root_cause_category AS c FROM memory_versions
+               WHERE alert_name = %(a)s AND state = 'active' AND root_cause_category IS NOT NULL
+               ORDER BY root_cause_category LIMIT 1)
+             UNION ALL
+             SELECT (SELECT root_cause_category FROM memory_versions
+                      WHERE alert_name = %(a)s AND state = 'active' AND root_cause_category > cats.c
+                      ORDER BY root_cause_category LIMIT 1)
+             FROM cats WHERE cats.c IS NOT NULL)
+           SELECT cats.c AS category, ex.incidents FROM cats
+           CROSS JOIN LATERAL (
+             SELECT array_agg(i) AS incidents FROM (
+               SELECT v.source_incidents[1] AS i FROM memory_versions v
+               JOIN memory_families f ON f.family_id = v.family_id AND f.current_version = v.version
+               WHERE v.alert_name = %(a)s AND v.root_cause_category = cats.c AND v.state = 'active'
+                 AND f.state = 'active' AND (%(p)s::text IS NULL OR f.project = %(p)s)
+                 AND (v.valid_until IS NULL OR v.valid_until > %(now)s)
+               LIMIT 3) x) ex
+           WHERE cats.c IS NOT NULL AND ex.incidents IS NOT NULL""",
+        {"a": alert_name, "p": project, "now": now},
     )
     return {r["category"]: set(r["incidents"]) for r in cur.fetchall()}
 

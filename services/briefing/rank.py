@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from services.briefing.text import CONCEPT_PREFIX
@@ -31,11 +32,11 @@ class RankQuery:
     version: str | None = None
     topology: str | None = None
 
-    @property
+    @cached_property
     def concepts(self) -> frozenset[str]:
         return frozenset(t for t in self.tokens if t.startswith(CONCEPT_PREFIX))
 
-    @property
+    @cached_property
     def words(self) -> frozenset[str]:
         return self.tokens - self.concepts
 

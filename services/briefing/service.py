@@ -72,7 +72,7 @@ def checks(row: dict[str, Any], services: list[str], limit: int) -> list[CheckVi
         if services and row.get("services") and services[0] not in row["services"]:
             for old in row["services"]:
                 query = query.replace(old, services[0])
-        out.append(CheckView(source=c["source"], query=query, expect=c["expect"]))
+        out.append(CheckView(source=c["source"], query=query, expect=c["expect"], signals=c.get("signals", [])))
     return out
 
 
@@ -95,6 +95,7 @@ class BriefingService:
                                 half_life_days=self.settings.episodic_half_life_days, now=now)
             similarities, degraded = self._semantic(cur, req, rows)
             ranked = rank(q, rows, policy, req.limit, similarities)
+            C.add_details(cur, [s.row for s in ranked])
             ctx = self._context(cur, ranked, q, principal.project, now)
             hints = [self._hint(s, q, req, ctx, detail=2 if i == 0 else 1) for i, s in enumerate(ranked)]
             self._record(cur, principal, briefing_id, req, hints)

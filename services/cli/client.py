@@ -18,15 +18,19 @@ class ApiError(RuntimeError):
 
 
 class OpsloreClient:
-    def __init__(self, base_url: str, key: str, timeout: float = 30.0) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=timeout,
-                                 headers={"Authorization": f"Bearer {key}"})
+    def __init__(self, base_url: str, key: str, timeout: float = 30.0, http: httpx.Client | None = None) -> None:
+        """`http`: an existing client to use instead (e.g. FastAPI's TestClient); the key is set on each call."""
+        self.http = http or httpx.Client(base_url=base_url, timeout=timeout)
+        self.key = key
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
 
     def close(self) -> None:
         self.http.close()
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self.http.request(method, path, **kwargs)
+        response = self.http.request(method, path, headers=self._auth(), **kwargs)
         body = response.json() if response.content else None
         if response.status_code >= 400:
             raise ApiError(response.status_code, body)
@@ -41,7 +45,7 @@ class OpsloreClient:
 
     def export(self, since: str | None = None, incident_id: str | None = None) -> Iterator[str]:
         params = {k: v for k, v in {"since": since, "incident_id": incident_id}.items() if v}
-        with self.http.stream("GET", "/v1/ledger/export", params=params) as response:
+        with self.http.stream("GET", "/v1/ledger/export", params=params, headers=self._auth()) as response:
             if response.status_code >= 400:
                 response.read()
                 raise ApiError(response.status_code, response.json())
@@ -75,6 +79,9 @@ class OpsloreClient:
 
     def briefing(self, request: dict[str, Any]) -> dict[str, Any]:
         return dict(self.request("POST", "/v1/briefings", json=request))
+
+    def verify(self, briefing_id: str, incident_id: str) -> dict[str, Any]:
+        return dict(self.request("POST", f"/v1/briefings/{briefing_id}/verify", json={"incident_id": incident_id}))
 
     def feedback(self, briefing_id: str, family_id: str, verdict: str, incident_id: str = "CURRENT") -> list[str]:
         body = {"family_id": family_id, "verdict": verdict, "incident_id": incident_id}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.cli.client import ApiError, OpsloreClient
+from services.common.errors import OpsloreError
 from services.common.settings import get_settings
 
 app = typer.Typer(help="opslore: event-sourced incident memory for SRE agents", no_args_is_help=True)
@@ -20,6 +22,8 @@ projector_app = typer.Typer(help="the ledger -> episode projector", no_args_is_h
 review_app = typer.Typer(help="review memory candidates", no_args_is_help=True)
 index_app = typer.Typer(help="derived indexes (embeddings)", no_args_is_help=True)
 ledger_app = typer.Typer(help="export and import ledger files", no_args_is_help=True)
+collect_app = typer.Typer(help="run an investigation collector for an incident, once or on a schedule",
+                          no_args_is_help=True)
 records_app = typer.Typer(help="governed memory records", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(projector_app, name="projector")
@@ -27,6 +31,7 @@ app.add_typer(review_app, name="review")
 app.add_typer(records_app, name="records")
 app.add_typer(index_app, name="index")
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(collect_app, name="collect")
 console = Console()
 
 
@@ -144,6 +149,92 @@ def ledger_import(path: Path, keep_project: bool = False) -> None:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from None
     console.print(f"imported {sent} events")
+
+
+def _schedule(job: Any, every: float | None, times: int) -> None:
+    """Run `job` once, or every `every` seconds for `times` runs (0 = until interrupted), with APScheduler."""
+    if not every:
+        job()
+        return
+    from apscheduler.schedulers.blocking import BlockingScheduler
+
+    scheduler = BlockingScheduler()
+    runs = {"n": 0}
+
+    def tick() -> None:
+        try:
+            job()
+        except Exception as exc:  # report and keep the schedule alive
+            console.print(f"[red]collector run failed:[/red] {exc}")
+        runs["n"] += 1
+        if times and runs["n"] >= times:
+            scheduler.shutdown(wait=False)
+
+    scheduler.add_job(tick, "interval", seconds=every, next_run_time=datetime.now(UTC), max_instances=1)
+    scheduler.start()
+
+
+@collect_app.command("prometheus")
+def collect_prometheus(
+    incident: Annotated[str, typer.Option(help="incident id to append to")],
+    query: Annotated[list[str], typer.Option(help="PromQL (repeatable)")],
+    range_minutes: Annotated[int, typer.Option(help="0 = instant query")] = 0,
+    every: Annotated[float | None, typer.Option(help="seconds between runs")] = None,
+    times: Annotated[int, typer.Option(help="stop after this many runs (0 = never)")] = 0,
+) -> None:
+    """Query Prometheus and append trusted observations (query, summary, signals) to the incident."""
+    from services.collectors.observations import observation
+    from services.collectors.prometheus import PrometheusCollector
+    from services.collectors.signals import load_rules
+
+    s = get_settings()
+    if not s.prometheus_url:
+        raise typer.BadParameter("set OPSLORE_PROMETHEUS_URL")
+    collector, client = PrometheusCollector(s.prometheus_url, load_rules(s.signal_rules)), _client()
+
+    def job() -> None:
+        for q in query:
+            r = collector.range(q, range_minutes) if range_minutes else collector.instant(q)
+            event = observation(incident, "prometheus", r.summary, writer="opslore-collector", query=q,
+                                signals=r.signals, values=r.values())
+            _call(client.append, [event])
+            console.print(f"{incident}: {r.summary} signals={r.signals}")
+
+    _schedule(job, every, times)
+
+
+@collect_app.command("kubernetes")
+def collect_kubernetes(
+    incident: Annotated[str, typer.Option(help="incident id to append to")],
+    selector: Annotated[str, typer.Option(help="pod label selector, e.g. app=search-api")],
+    namespace: str | None = None,
+    deployment: str | None = None,
+    every: Annotated[float | None, typer.Option(help="seconds between runs")] = None,
+    times: Annotated[int, typer.Option(help="stop after this many runs (0 = never)")] = 0,
+) -> None:
+    """Read pods, warning events and (optionally) rollout history; append trusted observations."""
+    from services.collectors.kubernetes import KubernetesCollector, api_client
+    from services.collectors.observations import observation
+
+    s = get_settings()
+    ns = namespace or s.kube_namespace
+    collector, client = KubernetesCollector(api_client(s.kube_host, s.kubeconfig)), _client()
+
+    def job() -> None:
+        found = [collector.pods(ns, selector), collector.events(ns, selector.split("=")[-1])]
+        if deployment:
+            found.append(collector.rollout(ns, deployment))
+        events = [observation(incident, "kubernetes", o.summary, writer="opslore-collector", query=o.query,
+                              signals=o.signals, values=o.values) for o in found]
+        _call(client.append, events)
+        for o in found:
+            console.print(f"{incident}: {o.summary} signals={o.signals}")
+
+    try:
+        _schedule(job, every, times)
+    except OpsloreError as exc:
+        console.print(f"[red]error:[/red] {exc.message}")
+        raise typer.Exit(1) from None
 
 
 @app.command()

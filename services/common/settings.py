@@ -35,7 +35,13 @@ class Settings(BaseSettings):
     episodic_half_life_days: float = 30.0
     low_confidence_below: float = 0.5
     alias_file: str | None = None
-    embedding: str = "off"  # off | hash-ngram: the optional semantic branch (see services/briefing/semantic.py)
+    embedding: str = "off"  # off | hash-ngram: the optional semantic branch (services/briefing/semantic.py)
+    # live checks (collectors and hint verification)
+    prometheus_url: str | None = None
+    kube_host: str | None = None  # an API server URL; otherwise kubeconfig / in-cluster configuration
+    kubeconfig: str | None = None
+    kube_namespace: str = "default"
+    signal_rules: str | None = None  # extra signal rules (YAML), merged over the shipped ones
 
 
 @lru_cache(maxsize=1)

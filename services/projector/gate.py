@@ -125,7 +125,7 @@ def _checks(trusted: list[ObservationItem]) -> list[VerifyCheck]:
         signals = ", ".join(o.signals) or "the same symptom"
         query = o.query or f"{o.source}: look for {signals}"
         expect = f"supports if {signals} shows again; refutes if absent"
-        checks.append(VerifyCheck(source=o.source, query=query, expect=expect))
+        checks.append(VerifyCheck(source=o.source, query=query, expect=expect, signals=list(o.signals)))
     return checks[:5]
 
 

@@ -1,0 +1,306 @@
+"""`make bench`: benchmarks measured side by side in one run; JSON into bench/results/.
+
+1. Projector throughput next to the raw kafka-python consume rate and the raw PostgreSQL COPY rate of
+   the same records (the two physical limits of the pipeline), and their ratio.
+2. Rebuild: project a ledger of BENCH_REBUILD_EVENTS (default 1M) events, empty the projection, replay
+   it from offset 0; report the time and whether every projection table is identical (checksums).
+3. Briefing latency p50/p95/p99 (in-process service call, and over HTTP for the smallest size) at 10k,
+   100k and 1M active records, 100k of them in the queried tenant; tokens per briefing.
+Sizes can be lowered with BENCH_SCALE=small for a quick run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from kafka import KafkaAdminClient, KafkaConsumer
+from kafka.admin import NewTopic
+from psycopg.types.json import Jsonb
+
+from bench.generate import ARCHETYPES, Picker, ledger, record_content
+from schemas.api import BriefingRequest
+from schemas.memory import VersionContent
+from services.briefing.service import BriefingService
+from services.common.db import Database
+from services.common.kafka import LEDGER_TOPIC_CONFIG, transactional_producer
+from services.common.migrate import apply_migrations
+from services.common.settings import Settings, get_settings
+from services.gateway.keys import Principal
+from services.gateway.service import LedgerGateway
+from services.memory.records import content_hash
+from services.projector.runner import ProjectorRunner, rebuild
+from services.projector.store import PROJECTION_TABLES
+
+SMALL = os.environ.get("BENCH_SCALE") == "small"
+THROUGHPUT_EVENTS = 20_000 if SMALL else 200_000
+REBUILD_EVENTS = int(os.environ.get("BENCH_REBUILD_EVENTS", 50_000 if SMALL else 1_000_000))
+RECORD_SIZES = [10_000, 50_000] if SMALL else [10_000, 100_000, 1_000_000]
+QUERIED_TENANT_MAX = 100_000
+OUT = Path(__file__).parent / "results"
+
+
+def log(msg: str) -> None:
+    print(f"[bench {datetime.now(UTC):%H:%M:%S}] {msg}", flush=True)
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    s = sorted(samples)
+
+    def at(q: float) -> float:
+        return round(s[min(len(s) - 1, int(q * len(s)))], 3)
+
+    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99), "n": len(s)}
+
+
+# ---------------------------------------------------------------- infrastructure
+def fresh_database(settings: Settings) -> tuple[str, str]:
+    name = f"opslore_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(settings.owner_database_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    owner = f"{settings.owner_database_url.rsplit('/', 1)[0]}/{name}"
+    apply_migrations(owner)
+    return f"{settings.database_url.rsplit('/', 1)[0]}/{name}", owner
+
+
+def drop_database(settings: Settings, url: str) -> None:
+    with psycopg.connect(settings.owner_database_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+
+
+def fresh_topic(settings: Settings, partitions: int = 6) -> str:
+    name = f"bench-ledger-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin.create_topics([NewTopic(name, partitions, 1, topic_configs=LEDGER_TOPIC_CONFIG),
+                         NewTopic(f"{name}-dlq", 1, 1, topic_configs=LEDGER_TOPIC_CONFIG)])
+    admin.close()
+    return name
+
+
+def produce(settings: Settings, topic: str, events: int) -> dict[str, Any]:
+    gateway = LedgerGateway(transactional_producer(settings, "bench"), topic)
+    start, batch, sent = time.perf_counter(), [], 0
+    for rec in ledger(events, tenants=20):
+        batch.append(rec)
+        if len(batch) == 1000:
+            gateway.produce(batch)
+            sent, batch = sent + len(batch), []
+    if batch:
+        gateway.produce(batch)
+        sent += len(batch)
+    gateway.producer.close()
+    seconds = time.perf_counter() - start
+    return {"events": sent, "seconds": round(seconds, 2), "events_per_s": round(sent / seconds)}
+
+
+# ---------------------------------------------------------------- 1. throughput
+def raw_consume(settings: Settings, topic: str, expected: int) -> tuple[dict[str, Any], list[bytes]]:
+    consumer = KafkaConsumer(topic, bootstrap_servers=settings.kafka_bootstrap, auto_offset_reset="earliest",
+                             isolation_level="read_committed", enable_auto_commit=False, group_id=None,
+                             max_poll_records=2000, consumer_timeout_ms=10_000)
+    values: list[bytes] = []
+    start = time.perf_counter()
+    while len(values) < expected:
+        for batch in consumer.poll(timeout_ms=1000).values():
+            values.extend(r.value for r in batch)
+    seconds = time.perf_counter() - start
+    consumer.close()
+    return {"events": len(values), "seconds": round(seconds, 2), "events_per_s": round(len(values) / seconds)}, values
+
+
+def raw_copy(owner_url: str, values: list[bytes]) -> dict[str, Any]:
+    with psycopg.connect(owner_url) as conn:
+        conn.execute("CREATE TABLE bench_raw_events (value jsonb NOT NULL)")
+        start = time.perf_counter()
+        with conn.cursor() as cur, cur.copy("COPY bench_raw_events (value) FROM STDIN") as copy:
+            for v in values:
+                copy.write_row((v.decode(),))
+        conn.commit()
+        seconds = time.perf_counter() - start
+    return {"rows": len(values), "seconds": round(seconds, 2), "rows_per_s": round(len(values) / seconds)}
+
+
+def run_projector(settings: Settings, db_url: str, topic: str, group: str, expected: int) -> dict[str, Any]:
+    s = settings.model_copy(update={"topic": topic, "dlq_topic": f"{topic}-dlq", "consumer_group": group})
+    db = Database(db_url, max_size=2)
+    db.open()
+    runner = ProjectorRunner(s, db)
+    runner.start()
+    done, start, last = 0, time.perf_counter(), time.perf_counter()
+    try:
+        while done < expected:
+            result = runner.poll_once(timeout_ms=1000)
+            done += result.applied + result.duplicates + result.dead_letters
+            if time.perf_counter() - last > 15:
+                log(f"  projector {done}/{expected}")
+                last = time.perf_counter()
+    finally:
+        runner.close()
+        db.close()
+    seconds = time.perf_counter() - start
+    return {"events": done, "seconds": round(seconds, 2), "events_per_s": round(done / seconds)}
+
+
+def checksums(db_url: str) -> dict[str, str]:
+    out = {}
+    with psycopg.connect(db_url) as conn:
+        for t in range(20):
+            conn.execute("SELECT set_config('opslore.tenant', %s, false)", (f"bench-t{t:03d}",))
+            for table in PROJECTION_TABLES:
+                row = conn.execute(f"SELECT count(*), md5(string_agg(md5(x::text), '' ORDER BY md5(x::text)))"
+                                   f" FROM {table} x").fetchone()
+                out[f"bench-t{t:03d}.{table}"] = f"{row[0]}:{row[1]}" if row else ""
+    return out
+
+
+def throughput(settings: Settings) -> dict[str, Any]:
+    topic = fresh_topic(settings)
+    log(f"throughput: producing {THROUGHPUT_EVENTS} events")
+    produced = produce(settings, topic, THROUGHPUT_EVENTS)
+    consume, values = raw_consume(settings, topic, produced["events"])
+    db_url, owner_url = fresh_database(settings)
+    try:
+        copy = raw_copy(owner_url, values)
+        log("throughput: projector")
+        proj = run_projector(settings, db_url, topic, f"bench-{uuid.uuid4().hex[:6]}", produced["events"])
+    finally:
+        drop_database(settings, db_url)
+    slower = min(consume["events_per_s"], copy["rows_per_s"])
+    return {"produce_via_gateway_path": produced, "raw_kafka_consume": consume, "raw_postgres_copy": copy,
+            "projector": proj, "projector_vs_slower_raw_rate": round(proj["events_per_s"] / slower, 3)}
+
+
+def rebuild_bench(settings: Settings) -> dict[str, Any]:
+    topic = fresh_topic(settings)
+    log(f"rebuild: producing {REBUILD_EVENTS} events")
+    produced = produce(settings, topic, REBUILD_EVENTS)
+    db_url, owner_url = fresh_database(settings)
+    group = f"bench-{uuid.uuid4().hex[:6]}"
+    try:
+        log("rebuild: live projection")
+        live = run_projector(settings, db_url, topic, group, produced["events"])
+        before = checksums(db_url)
+        rebuild(settings.model_copy(update={"consumer_group": group}), owner_url)
+        log("rebuild: replay from offset 0")
+        again = run_projector(settings, db_url, topic, group, produced["events"])
+        identical = checksums(db_url) == before
+    finally:
+        drop_database(settings, db_url)
+    return {"events": produced["events"], "produce": produced, "live_projection": live, "rebuild": again,
+            "rebuild_seconds": again["seconds"], "identical_to_live": identical}
+
+
+# ---------------------------------------------------------------- 3. briefing latency
+VERSION_COLUMNS = list(VersionContent.model_fields)
+
+
+def load_records(db_url: str, tenant: str, start: int, count: int, seed: int) -> None:
+    pick = Picker(seed + start)
+    cols = ["tenant", "family_id", "version", "project", *VERSION_COLUMNS, "content_hash", "created_by", "state"]
+    sql = (f"INSERT INTO memory_versions ({', '.join(cols)}, search_tsv) VALUES "
+           f"({', '.join(['%s'] * len(cols))}, array_to_tsvector(string_to_array(%s, ' ')))")
+    with psycopg.connect(db_url) as conn:
+        conn.execute("SELECT set_config('opslore.tenant', %s, false)", (tenant,))
+        with conn.cursor() as cur:
+            for chunk in range(start, start + count, 5000):
+                fams, rows = [], []
+                for i in range(chunk, min(chunk + 5000, start + count)):
+                    content = record_content(i, pick)
+                    fid = uuid.uuid5(uuid.NAMESPACE_OID, f"{tenant}/{i}")
+                    data = content.model_dump(mode="python")
+                    for col in ("evidence", "verify_with", "trust_mix"):
+                        data[col] = Jsonb(content.model_dump(mode="json")[col])
+                    rows.append((tenant, fid, 1, "bench", *(data[c] for c in VERSION_COLUMNS),
+                                 content_hash(content), "bench", "active", content.search_tokens))
+                    fams.append((tenant, fid, "bench", "episodic", "active", 1))
+                cur.executemany("INSERT INTO memory_families (tenant, family_id, project, memory_type, state,"
+                                " current_version) VALUES (%s, %s, %s, %s, %s, %s)", fams)
+                cur.executemany(sql, rows)
+                conn.commit()
+
+
+def queries(n: int) -> list[BriefingRequest]:
+    pick = Picker(99)
+    out = []
+    for i in range(n):
+        a = pick.archetype()
+        out.append(BriefingRequest(alert={"name": a["alert"]}, services=[f"{a['service']}-{i % 200}"],
+                                   signals=a["signals"], text=a["ask"]))
+    return out
+
+
+def briefing_bench(settings: Settings) -> dict[str, Any]:
+    db_url, owner_url = fresh_database(settings)
+    results: dict[str, Any] = {}
+    loaded = {"bench-q": 0, "others": 0}
+    try:
+        db = Database(db_url, max_size=2)
+        db.open()
+        service = BriefingService(db, settings)
+        who = Principal(key_id=None, tenant="bench-q", project=None, role="agent")
+        for total in RECORD_SIZES:
+            in_queried = min(total, QUERIED_TENANT_MAX)
+            start = time.perf_counter()
+            if in_queried > loaded["bench-q"]:
+                load_records(db_url, "bench-q", loaded["bench-q"], in_queried - loaded["bench-q"], 1)
+                loaded["bench-q"] = in_queried
+            others = total - in_queried
+            if others > loaded["others"]:
+                per = (others - loaded["others"]) // 9
+                for t in range(9):
+                    load_records(db_url, f"bench-o{t}", loaded["others"] // 9, per, 100 + t)
+                loaded["others"] = loaded["others"] + per * 9
+            with psycopg.connect(owner_url, autocommit=True) as conn:
+                conn.execute("VACUUM (ANALYZE) memory_versions, memory_families")
+            log(f"briefing: {total} records loaded in {time.perf_counter() - start:.0f}s")
+            qs = queries(300)
+            for q in qs[:20]:
+                service.brief(who, q)  # warm-up
+            samples, tokens, hints = [], [], []
+            for q in qs:
+                t0 = time.perf_counter()
+                answer = service.brief(who, q)
+                samples.append((time.perf_counter() - t0) * 1000)
+                tokens.append(answer.token_estimate)
+                hints.append(len(answer.hints))
+            results[str(total)] = {"records_total": loaded["bench-q"] + loaded["others"],
+                                   "records_in_queried_tenant": loaded["bench-q"],
+                                   "latency_ms": percentiles(samples),
+                                   "tokens_rendered": {"mean": round(statistics.fmean(tokens), 1), "max": max(tokens)},
+                                   "hints_mean": round(statistics.fmean(hints), 2)}
+            log(f"briefing at {total}: {results[str(total)]['latency_ms']}")
+        db.close()
+    finally:
+        drop_database(settings, db_url)
+    return results
+
+
+def main() -> None:
+    settings = get_settings()
+    started = time.perf_counter()
+    doc: dict[str, Any] = {
+        "started_at": datetime.now(UTC).isoformat(), "scale": "small" if SMALL else "full",
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "archetypes": len(ARCHETYPES),
+    }
+    doc["briefing"] = briefing_bench(settings)
+    doc["throughput"] = throughput(settings)
+    doc["rebuild"] = rebuild_bench(settings)
+    doc["seconds_total"] = round(time.perf_counter() - started, 1)
+    OUT.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    for path in (OUT / f"bench-{doc['scale']}-{stamp}.json", OUT / f"latest-{doc['scale']}.json"):
+        path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    print(json.dumps(doc, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""End to end: incident opened -> collectors append -> briefing -> verify live -> feedback moves confidence.
+
+The API runs in-process (same code as `opslore api`) with OPSLORE_PROMETHEUS_URL pointing at a real
+Prometheus; Kafka, the running projector and PostgreSQL are the real ones.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from services.api.app import create_app
+from services.cli.client import OpsloreClient
+from services.collectors.observations import observation
+from services.collectors.prometheus import PrometheusCollector
+from services.collectors.signals import load_rules
+from services.common.settings import Settings
+from tests.integration.helpers import eventually
+from tests.integration.prom import LivePrometheus, live_prometheus
+
+pytestmark = pytest.mark.integration
+QUERY = 'db_pool_pending{service="checkout-api"}'
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LivePrometheus]:
+    with live_prometheus(tmp_path_factory.mktemp("prometheus-e2e")) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def client(settings: Settings, prom: LivePrometheus) -> Iterator[OpsloreClient]:
+    app = create_app(settings.model_copy(update={"prometheus_url": prom.url}))
+    with TestClient(app) as http:
+        admin = OpsloreClient("", settings.admin_token, http=http)
+        yield OpsloreClient("", admin.create_key(f"e2e-{uuid.uuid4().hex[:8]}", "reviewer"), http=http)
+
+
+def event(kind: str, incident: str, payload: dict[str, Any], trust: str = "trusted_tool") -> dict[str, Any]:
+    return {"event_id": str(uuid.uuid4()), "type": kind, "incident_id": incident, "trust": trust,
+            "occurred_at": datetime.now(UTC).isoformat(), "writer": {"kind": "agent", "id": "sre-agent"},
+            "payload": payload}
+
+
+def collect(prom: LivePrometheus, incident: str) -> dict[str, Any]:
+    result = PrometheusCollector(prom.url, load_rules()).instant(QUERY)
+    return observation(incident, "prometheus", result.summary, writer="opslore-collector", query=QUERY,
+                       signals=result.signals, entities=["checkout-api"], values=result.values())
+
+
+def hint_for(client: OpsloreClient, incident: str) -> tuple[str, dict[str, Any]]:
+    answer = client.briefing({"alert": {"name": "CheckoutErrors"}, "services": ["checkout-api"],
+                              "signals": ["db_pool_saturation"]})
+    return answer["briefing_id"], next(h for h in answer["hints"] if incident in h["source_incidents"])
+
+
+def test_collect_brief_verify_feedback(client: OpsloreClient, prom: LivePrometheus) -> None:
+    prom.pool_pending.labels(service="checkout-api").set(240)
+    prom.wait_for(QUERY, 240)
+    opened = {"alert": {"name": "CheckoutErrors"}, "services": ["checkout-api"], "environment": "prod"}
+    past = "INC-PAST"
+    obs = collect(prom, past)
+    assert obs["payload"]["signals"] == ["db_pool_saturation"]
+    client.append([event("incident.opened", past, opened), obs,
+                   event("hypothesis.proposed", past, {"hypothesis_id": "h1", "statement": "pool exhausted",
+                                                       "root_cause_category": "db_connection_pool"}, "model_inferred"),
+                   event("hypothesis.verified", past, {"hypothesis_id": "h1", "evidence_refs": [obs["event_id"]]}),
+                   event("incident.resolved", past, {"root_cause": "slow queries held every DB connection",
+                                                     "root_cause_category": "db_connection_pool",
+                                                     "summary": "checkout errors from pool exhaustion",
+                                                     "evidence_refs": [obs["event_id"]]}, "user_stated")])
+    candidate = eventually(lambda: client.candidates(incident_id=past))[0]
+    assert "values" not in str(candidate["content"]) and "240" not in str(candidate["content"]["signals"])
+    client.approve(str(candidate["candidate_id"]))
+
+    now = "INC-NOW"
+    client.append([event("incident.opened", now, opened), collect(prom, now)])
+    briefing_id, hint = hint_for(client, past)
+    assert hint["verify_with"][0]["query"] == QUERY and hint["verify_with"][0]["signals"] == ["db_pool_saturation"]
+    confidence = hint["confidence"]
+
+    verdict = client.verify(briefing_id, now)
+    assert verdict["hints"][0]["verdict"] == "supported"
+    assert verdict["hints"][0]["checks"][0]["signals_now"] == ["db_pool_saturation"]
+    assert len(verdict["appended"]) == 2  # the live observation and an `adopted` feedback event
+    raised = eventually(lambda: (h := hint_for(client, past)[1])["confidence"] > confidence and h)
+    episode = eventually(lambda: (e := client.episode(now)) and len(e["observations"]) == 2 and e)
+    assert episode["observations"][1]["writer"] == "tool:opslore-verifier"
+
+    prom.pool_pending.labels(service="checkout-api").set(2)
+    prom.wait_for(QUERY, 2)
+    briefing_id, _ = hint_for(client, past)
+    assert client.verify(briefing_id, now)["hints"][0]["verdict"] == "refuted"
+    eventually(lambda: hint_for(client, past)[1]["confidence"] < raised["confidence"])
+
+
+def test_verifying_an_unknown_briefing_is_404(client: OpsloreClient) -> None:
+    from services.cli.client import ApiError
+
+    with pytest.raises(ApiError) as err:
+        client.verify(str(uuid.uuid4()), "INC-X")
+    assert err.value.status == 404
