@@ -88,12 +88,17 @@ def test_collect_brief_verify_feedback(client: OpsloreClient, prom: LivePromethe
     assert verdict["hints"][0]["verdict"] == "supported"
     assert verdict["hints"][0]["checks"][0]["signals_now"] == ["db_pool_saturation"]
     assert len(verdict["appended"]) == 2  # the live observation and an `adopted` feedback event
+
     def confidence_raised() -> dict[str, Any] | None:
         hint_now = hint_for(client, past)[1]
         return hint_now if hint_now["confidence"] > confidence else None
 
     raised = eventually(confidence_raised)
-    episode = eventually(lambda: (e := client.episode(now)) and len(e["observations"]) == 2 and e)
+    def episode_with_verifier_observation() -> dict[str, Any] | None:
+        found = client.episode(now)
+        return found if found and len(found["observations"]) == 2 else None
+
+    episode = eventually(episode_with_verifier_observation)
     assert episode["observations"][1]["writer"] == "tool:opslore-verifier"
 
     prom.pool_pending.labels(service="checkout-api").set(2)
