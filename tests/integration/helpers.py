@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -18,3 +18,13 @@ def eventually(probe: Callable[[], T | None], timeout: float = 30.0, interval: f
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s (last value {value!r})")
         time.sleep(interval)
+
+
+def episode_with(client: Any, incident: str, observations: int, timeout: float = 30.0) -> dict[str, Any]:
+    """Wait until the incident's episode holds `observations` observations; return it."""
+
+    def probe() -> dict[str, Any] | None:
+        found: dict[str, Any] | None = client.episode(incident)
+        return found if found and len(found["observations"]) >= observations else None
+
+    return eventually(probe, timeout)
