@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -9,9 +10,11 @@ from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.sessions import SessionMiddleware
 
+from services.api import ui
 from services.api.deps import Services
 from services.api.metrics import REQUEST_SECONDS
 from services.api.routes import router
@@ -113,4 +116,13 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         return response
 
     app.include_router(router)
+    app.include_router(ui.router)
+    app.add_middleware(SessionMiddleware, secret_key=settings.ui_secret or secrets.token_urlsafe(32),
+                       session_cookie="opslore_ui", same_site="strict", https_only=settings.ui_secure_cookie,
+                       max_age=8 * 3600)
+
+    @app.exception_handler(ui.LoginRequired)
+    async def _login(_: Request, __: ui.LoginRequired) -> RedirectResponse:
+        return RedirectResponse("/ui/login", status_code=303)
+
     return app

@@ -291,13 +291,49 @@ def review_list(state: str = "pending", incident: str | None = None) -> None:
     console.print(table)
 
 
+@review_app.command("show")
+def review_show(candidate_id: str) -> None:
+    """A candidate: what it claims, its evidence with trust, and what it would replace (as a diff)."""
+    client = _client()
+    c = _call(client.request, "GET", f"/v1/candidates/{candidate_id}")
+    content, proposal = c["content"], c.get("proposal") or {}
+    console.rule(f"candidate {c['candidate_id']} from {c['incident_id']} ({c['state']})")
+    console.print(f"[bold]{c['summary']}[/bold]\nroot cause: {content['root_cause']} "
+                  f"[{content.get('root_cause_category') or '-'}]  confidence {content['confidence']:.2f}")
+    table = Table("trust", "source", "observation", "query")
+    for e in content["evidence"]:
+        table.add_row(e["trust"], e["source"], e["summary"], e.get("query") or "")
+    console.print(table)
+    if (content.get("trust_mix") or {}).get("untrusted_text"):
+        console.print("[magenta]! part of the evidence is untrusted text: quoted, never a rule[/magenta]")
+    if proposal.get("family_id"):
+        current = _call(client.record, str(proposal["family_id"]))["current"]
+        console.print(f"proposal: {proposal['kind']} of family {proposal['family_id']} "
+                      f"(current version {proposal['current_version']})")
+        for field in ("summary", "root_cause", "root_cause_category", "signals"):
+            if current.get(field) != content.get(field):
+                console.print(f"[red]- {field}: {current.get(field)}[/red]")
+                console.print(f"[green]+ {field}: {content.get(field)}[/green]")
+    else:
+        console.print("proposal: new record family (replaces nothing)")
+
+
 @review_app.command("approve")
-def review_approve(candidate_id: str, note: str | None = None, summary: str | None = None) -> None:
-    """Approve a candidate (optionally with an edited summary)."""
-    body: dict[str, Any] = {"note": note}
+def review_approve(candidate_id: str, note: str | None = None,
+                   summary: Annotated[str | None, typer.Option("--edit-summary", "--summary")] = None,
+                   as_new_family: bool = False) -> None:
+    """Approve a candidate (optionally with an edited summary); 409 if its target record moved since."""
+    client = _client()
+    c = _call(client.request, "GET", f"/v1/candidates/{candidate_id}")
+    proposal = c.get("proposal") or {}
+    body: dict[str, Any] = {"note": note, "expected_version": proposal.get("current_version")}
     if summary:
         body["edits"] = {"summary": summary}
-    out = _call(_client().approve, candidate_id, **body)
+    if as_new_family:
+        body["resolution"], body["expected_version"] = "new_family", None
+    elif proposal.get("kind") == "conflict":
+        body["resolution"] = "new_version"
+    out = _call(client.approve, candidate_id, **body)
     console.print(f"approved -> family {out['family_id']} version {out['version']}")
 
 

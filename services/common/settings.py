@@ -41,7 +41,10 @@ class Settings(BaseSettings):
     kube_host: str | None = None  # an API server URL; otherwise kubeconfig / in-cluster configuration
     kubeconfig: str | None = None
     kube_namespace: str = "default"
-    signal_rules: str | None = None  # extra signal rules (YAML), merged over the shipped ones
+    signal_rules: str | None = None
+    # review UI sessions (signed cookie); a random secret per process when unset
+    ui_secret: str | None = Field(default=None, repr=False)
+    ui_secure_cookie: bool = False  # set true behind HTTPS  # extra signal rules (YAML), merged over the shipped ones
 
 
 @lru_cache(maxsize=1)

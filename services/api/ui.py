@@ -1,0 +1,179 @@
+"""Review web UI under /ui: server-rendered pages over the same services (and audit) as the API.
+
+Login takes a reviewer API key and keeps it in the signed, HttpOnly, SameSite=Strict session cookie;
+each session has a CSRF token that every form posts back. Handlers are thin: parse the form, call one
+service method, redirect (POST/redirect/GET) or render.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from schemas.memory import ApprovalEdits
+from services.api.deps import Services, services
+from services.common.errors import Forbidden, OpsloreError, Unauthenticated
+from services.gateway.keys import Principal
+from services.review.service import Resolution
+
+templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
+router = APIRouter(prefix="/ui", include_in_schema=False)
+Svc = Annotated[Services, Depends(services)]
+
+
+class LoginRequired(Exception):
+    """Raised by `reviewer` when the session has no valid reviewer key (the app redirects to login)."""
+
+
+def reviewer(request: Request, svc: Svc) -> Principal:
+    key = request.session.get("key")
+    if not key:
+        raise LoginRequired
+    try:
+        who = svc.keys.authenticate(key)
+        who.require("reviewer")
+    except (Unauthenticated, Forbidden):
+        request.session.clear()
+        raise LoginRequired from None
+    return who
+
+
+Reviewer = Annotated[Principal, Depends(reviewer)]
+
+
+def check_csrf(request: Request, csrf_token: Annotated[str, Form()] = "") -> None:
+    expected = request.session.get("csrf")
+    if not expected or not secrets.compare_digest(csrf_token, expected):
+        raise Forbidden("the form's CSRF token is missing or stale; reload the page")
+
+
+Csrf = Annotated[None, Depends(check_csrf)]
+
+
+def render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    context.setdefault("flash", request.session.pop("flash", None))
+    return templates.TemplateResponse(request, name, {"csrf": request.session.get("csrf", ""), **context},
+                                      status_code=status)
+
+
+def back(url: str, request: Request, flash: str | None = None) -> RedirectResponse:
+    if flash:
+        request.session["flash"] = flash
+    return RedirectResponse(url, status_code=303)
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request) -> HTMLResponse:
+    request.session.setdefault("csrf", secrets.token_urlsafe(24))
+    return render(request, "login.html")
+
+
+@router.post("/login")
+def login(request: Request, svc: Svc, _: Csrf, api_key: Annotated[str, Form()] = "") -> Response:
+    try:
+        who = svc.keys.authenticate(api_key.strip())
+        who.require("reviewer")
+    except (Unauthenticated, Forbidden) as exc:
+        return render(request, "login.html", status=401, error=exc.message)
+    request.session.update(key=api_key.strip(), csrf=secrets.token_urlsafe(24), who=f"{who.tenant}/{who.role}")
+    return back("/ui/", request)
+
+
+@router.post("/logout")
+def logout(request: Request, _: Csrf) -> Response:
+    request.session.clear()
+    return back("/ui/login", request)
+
+
+@router.get("/", response_class=HTMLResponse)
+def queue(request: Request, svc: Svc, who: Reviewer) -> HTMLResponse:
+    pending = svc.review.list_candidates(who, "pending", None)
+    return render(request, "queue.html", candidates=pending,
+                  conflicts=[c for c in pending if (c.get("proposal") or {}).get("kind") == "conflict"])
+
+
+@router.get("/candidates/{candidate_id}", response_class=HTMLResponse)
+def candidate(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer) -> HTMLResponse:
+    cand = svc.review.get_candidate(who, candidate_id)
+    current = None
+    proposal = cand.get("proposal") or {}
+    if proposal.get("family_id"):
+        current = svc.memory.get_record(who, proposal["family_id"])["current"]
+    return render(request, "candidate.html", c=cand, content=cand["content"], episode=cand.get("episode"),
+                  proposal=proposal, current=current, warnings=candidate_warnings(cand))
+
+
+def candidate_warnings(cand: dict[str, Any]) -> list[str]:
+    content = cand["content"]
+    out = []
+    if (content.get("trust_mix") or {}).get("untrusted_text"):
+        out.append("Part of the evidence is untrusted text (ticket, chat, web or log text): quoted, never a rule.")
+    if content.get("memory_type") == "procedural" or content.get("procedure"):
+        out.append("Contains steps that were taken (procedural knowledge): approve only what you would run again.")
+    if (cand.get("proposal") or {}).get("kind") == "conflict":
+        out.append("Contradicts the current version of an existing record: compare both sides before deciding.")
+    return out
+
+
+@router.post("/candidates/{candidate_id}/approve")
+def approve(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer, _: Csrf,
+            summary: Annotated[str, Form()] = "", note: Annotated[str, Form()] = "",
+            expected_version: Annotated[str, Form()] = "", resolution: Annotated[str, Form()] = "auto") -> Response:
+    cand = svc.review.get_candidate(who, candidate_id)
+    edits = ApprovalEdits(summary=summary.strip()) if summary.strip() and summary.strip() != cand["summary"] else None
+    how: Resolution = "new_version" if resolution == "new_version" else "new_family" if resolution == "new_family" \
+        else "auto"
+    try:
+        out = svc.review.approve(who, candidate_id, note=note or None, edits=edits,
+                                 expected_version=int(expected_version) if expected_version else None, resolution=how)
+    except OpsloreError as exc:
+        return back(f"/ui/candidates/{candidate_id}", request, f"Not approved: {exc.message}")
+    return back(f"/ui/records/{out['family_id']}", request, f"Approved as version {out['version']}.")
+
+
+@router.post("/candidates/{candidate_id}/reject")
+def reject(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer, _: Csrf,
+           reason: Annotated[str, Form()] = "") -> Response:
+    if not reason.strip():
+        return back(f"/ui/candidates/{candidate_id}", request, "A reason is required to reject.")
+    svc.review.reject(who, candidate_id, reason.strip())
+    return back("/ui/", request, "Candidate rejected.")
+
+
+@router.get("/records", response_class=HTMLResponse)
+def records(request: Request, svc: Svc, who: Reviewer) -> HTMLResponse:
+    return render(request, "records.html", records=svc.memory.list_records(who, None, None))
+
+
+@router.get("/records/{family_id}", response_class=HTMLResponse)
+def record(request: Request, family_id: UUID, svc: Svc, who: Reviewer) -> HTMLResponse:
+    rec = svc.memory.get_record(who, family_id)
+    return render(request, "record.html", r=rec, lineage=svc.memory.lineage(who, family_id)["edges"])
+
+
+@router.post("/records/{family_id}/{op}")
+def record_op(request: Request, family_id: UUID, op: str, svc: Svc, who: Reviewer, _: Csrf,
+              reason: Annotated[str, Form()] = "", summary: Annotated[str, Form()] = "",
+              to_version: Annotated[str, Form()] = "") -> Response:
+    here = f"/ui/records/{family_id}"
+    if not reason.strip():
+        return back(here, request, "A reason is required.")
+    try:
+        if op == "rollback" and to_version.isdigit():
+            out = svc.memory.rollback(who, family_id, int(to_version), reason.strip())
+            return back(here, request, f"Rolled back: version {out['version']} restores version {to_version}.")
+        if op == "supersede" and summary.strip():
+            out = svc.memory.supersede(who, family_id, {"summary": summary.strip()}, reason.strip())
+            return back(here, request, f"New version {out['version']}.")
+        if op == "retract":
+            svc.memory.retract(who, family_id, reason.strip())
+            return back(here, request, "Retracted; roll back to a version to restore it.")
+    except OpsloreError as exc:
+        return back(here, request, f"Not done: {exc.message}")
+    return back(here, request, "Unknown action or missing field.")
