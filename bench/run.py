@@ -6,7 +6,8 @@
    it from offset 0; report the time and whether every projection table is identical (checksums).
 3. Briefing latency p50/p95/p99 (in-process service call, and over HTTP for the smallest size) at 10k,
    100k and 1M active records, 100k of them in the queried tenant; tokens per briefing.
-Sizes can be lowered with BENCH_SCALE=small for a quick run.
+Sizes can be lowered with BENCH_SCALE=small for a quick run; BENCH_ONLY=briefing,throughput,rebuild
+selects sections (a partial run is written as latest-<scale>-partial.json).
 """
 
 from __future__ import annotations
@@ -291,13 +292,15 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "archetypes": len(ARCHETYPES),
     }
-    doc["briefing"] = briefing_bench(settings)
-    doc["throughput"] = throughput(settings)
-    doc["rebuild"] = rebuild_bench(settings)
+    only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))  # e.g. BENCH_ONLY=briefing
+    for name, run in (("briefing", briefing_bench), ("throughput", throughput), ("rebuild", rebuild_bench)):
+        if not only or name in only:
+            doc[name] = run(settings)
     doc["seconds_total"] = round(time.perf_counter() - started, 1)
     OUT.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    for path in (OUT / f"bench-{doc['scale']}-{stamp}.json", OUT / f"latest-{doc['scale']}.json"):
+    suffix = "-partial" if only else ""
+    for path in (OUT / f"bench-{doc['scale']}{suffix}-{stamp}.json", OUT / f"latest-{doc['scale']}{suffix}.json"):
         path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
     print(json.dumps(doc, indent=2))
 

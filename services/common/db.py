@@ -11,12 +11,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
 import psycopg
 from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import set_json_dumps, set_json_loads
 from psycopg_pool import ConnectionPool
 
 Cursor = psycopg.Cursor[DictRow]
 Row = dict[str, Any]
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+# JSON columns (episodes, candidates, evidence) are on the projector's hot path: orjson, not json.
+set_json_dumps(_dumps)
+set_json_loads(orjson.loads)
 
 
 class Database:
