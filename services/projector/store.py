@@ -19,17 +19,32 @@ from services.projector.policy import Changes, FeedbackDelta, MisleadingSignal, 
 PROJECTION_TABLES = ("ledger_events", "episodes", "candidates", "misleading_signals", "family_feedback")
 
 
+_EVENT_INSERT = """INSERT INTO ledger_events (tenant, event_id, project, incident_id, type, trust, writer,
+       occurred_at, recorded_at, content_hash, payload, source_partition, source_offset)
+   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+   ON CONFLICT (tenant, event_id) DO NOTHING RETURNING event_id"""
+
+_EPISODE_UPSERT = """INSERT INTO episodes
+     (tenant, incident_id, project, status, event_count, opened_at, resolved_at, body)
+   VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+   ON CONFLICT (tenant, incident_id) DO UPDATE SET project = EXCLUDED.project,
+     status = EXCLUDED.status, event_count = EXCLUDED.event_count, opened_at = EXCLUDED.opened_at,
+     resolved_at = EXCLUDED.resolved_at, body = EXCLUDED.body"""
+
+
+def _event_row(r: LedgerRecord, partition: int, offset: int) -> tuple[Any, ...]:
+    return (r.tenant, r.event_id, r.project, r.incident_id, r.type.value, r.trust.value, Jsonb(r.writer.model_dump()),
+            r.occurred_at, r.recorded_at, r.content_hash, Jsonb(r.payload), partition, offset)
+
+
+def _episode_row(e: Episode) -> tuple[Any, ...]:
+    return (e.tenant, e.incident_id, e.project, e.status, e.event_count, e.opened_at, e.resolved_at,
+            Jsonb(e.model_dump(mode="json")))
+
+
 def record_event(cur: Cursor, rec: LedgerRecord, partition: int, offset: int) -> bool:
     """Insert the event row; False when this tenant has already seen the event id."""
-    cur.execute(
-        """INSERT INTO ledger_events (tenant, event_id, project, incident_id, type, trust, writer,
-               occurred_at, recorded_at, content_hash, payload, source_partition, source_offset)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-           ON CONFLICT (tenant, event_id) DO NOTHING RETURNING 1 AS inserted""",
-        (rec.tenant, rec.event_id, rec.project, rec.incident_id, rec.type.value, rec.trust.value,
-         Jsonb(rec.writer.model_dump()), rec.occurred_at, rec.recorded_at, rec.content_hash,
-         Jsonb(rec.payload), partition, offset),
-    )
+    cur.execute(_EVENT_INSERT, _event_row(rec, partition, offset))
     return cur.fetchone() is not None
 
 
@@ -51,16 +66,7 @@ def apply_changes(cur: Cursor, tenant: str, changes: Changes) -> None:
 
 
 def _save_episode(cur: Cursor, ep: Episode) -> None:
-    cur.execute(
-        """INSERT INTO episodes
-             (tenant, incident_id, project, status, event_count, opened_at, resolved_at, body)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-           ON CONFLICT (tenant, incident_id) DO UPDATE SET project = EXCLUDED.project,
-             status = EXCLUDED.status, event_count = EXCLUDED.event_count, opened_at = EXCLUDED.opened_at,
-             resolved_at = EXCLUDED.resolved_at, body = EXCLUDED.body""",
-        (ep.tenant, ep.incident_id, ep.project, ep.status, ep.event_count, ep.opened_at, ep.resolved_at,
-         Jsonb(ep.model_dump(mode="json"))),
-    )
+    cur.execute(_EPISODE_UPSERT, _episode_row(ep))
 
 
 def _insert_candidate(cur: Cursor, tenant: str, c: NewCandidate) -> None:
@@ -117,15 +123,7 @@ def truncate_projection(cur: Cursor, consumer: str) -> None:
 # ---------------------------------------------------------------- batch forms (the runner's fast path)
 def record_events(cur: Cursor, items: list[tuple[LedgerRecord, int, int]]) -> set[Any]:
     """Insert event rows; return the event ids that were new for this tenant (one pipelined statement)."""
-    cur.executemany(
-        """INSERT INTO ledger_events (tenant, event_id, project, incident_id, type, trust, writer,
-               occurred_at, recorded_at, content_hash, payload, source_partition, source_offset)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-           ON CONFLICT (tenant, event_id) DO NOTHING RETURNING event_id""",
-        [(r.tenant, r.event_id, r.project, r.incident_id, r.type.value, r.trust.value, Jsonb(r.writer.model_dump()),
-          r.occurred_at, r.recorded_at, r.content_hash, Jsonb(r.payload), p, o) for r, p, o in items],
-        returning=True,
-    )
+    cur.executemany(_EVENT_INSERT, [_event_row(r, p, o) for r, p, o in items], returning=True)
     new: set[Any] = set()
     while True:
         new.update(row["event_id"] for row in cur.fetchall())
@@ -142,16 +140,7 @@ def load_episodes(cur: Cursor, incidents: list[str]) -> dict[str, Episode]:
 
 def save_episodes(cur: Cursor, episodes: list[Episode]) -> None:
     if episodes:
-        cur.executemany(
-            """INSERT INTO episodes
-                 (tenant, incident_id, project, status, event_count, opened_at, resolved_at, body)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-               ON CONFLICT (tenant, incident_id) DO UPDATE SET project = EXCLUDED.project,
-                 status = EXCLUDED.status, event_count = EXCLUDED.event_count, opened_at = EXCLUDED.opened_at,
-                 resolved_at = EXCLUDED.resolved_at, body = EXCLUDED.body""",
-            [(e.tenant, e.incident_id, e.project, e.status, e.event_count, e.opened_at, e.resolved_at,
-              Jsonb(e.model_dump(mode="json"))) for e in episodes],
-        )
+        cur.executemany(_EPISODE_UPSERT, [_episode_row(e) for e in episodes])
 
 
 def apply_side_effects(cur: Cursor, tenant: str, changes: list[Changes]) -> None:

@@ -5,22 +5,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 
 from tests.conftest import TenantFactory
 from tests.integration.fake_kube import fake_kube_api
 from tests.integration.helpers import episode_with
-from tests.integration.prom import LivePrometheus, live_prometheus
+from tests.integration.prom import LivePrometheus
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LivePrometheus]:
-    with live_prometheus(tmp_path_factory.mktemp("prometheus-cli")) as live:
-        yield live
 
 
 def opslore(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from services.collectors.prometheus import CollectorError, PrometheusCollector
 from services.collectors.signals import load_rules
-from tests.integration.prom import LivePrometheus, live_prometheus
+from tests.integration.prom import LivePrometheus
 
 pytestmark = pytest.mark.integration
 QUERY = 'db_pool_pending{service="checkout-api"}'
 
-
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LivePrometheus]:
-    with live_prometheus(tmp_path_factory.mktemp("prometheus")) as live:
-        yield live
 
 
 def test_observations_reflect_the_exporter(prom: LivePrometheus) -> None:

@@ -21,16 +21,11 @@ from services.collectors.prometheus import PrometheusCollector
 from services.collectors.signals import load_rules
 from services.common.settings import Settings
 from tests.integration.helpers import eventually
-from tests.integration.prom import LivePrometheus, live_prometheus
+from tests.integration.prom import LivePrometheus
 
 pytestmark = pytest.mark.integration
 QUERY = 'db_pool_pending{service="checkout-api"}'
 
-
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LivePrometheus]:
-    with live_prometheus(tmp_path_factory.mktemp("prometheus-e2e")) as live:
-        yield live
 
 
 @pytest.fixture(scope="module")
