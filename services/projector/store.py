@@ -57,12 +57,7 @@ def load_episode(cur: Cursor, tenant: str, incident_id: str) -> Episode | None:
 def apply_changes(cur: Cursor, tenant: str, changes: Changes) -> None:
     if changes.episode is not None:
         _save_episode(cur, changes.episode)
-    if changes.candidate is not None:
-        _insert_candidate(cur, tenant, changes.candidate)
-    for item in changes.misleading:
-        _insert_misleading(cur, tenant, item)
-    if changes.feedback is not None:
-        _apply_feedback(cur, tenant, changes.feedback)
+    apply_side_effects(cur, tenant, [changes])
 
 
 def _save_episode(cur: Cursor, ep: Episode) -> None:
