@@ -261,6 +261,7 @@ def briefing_bench(settings: Settings) -> dict[str, Any]:
                 loaded["others"] = loaded["others"] + per * 9
             with psycopg.connect(owner_url, autocommit=True) as conn:
                 conn.execute("VACUUM (ANALYZE) memory_versions, memory_families")
+                conn.execute("CHECKPOINT")  # measure steady state, not the flush of the bulk load
             log(f"briefing: {total} records loaded in {time.perf_counter() - start:.0f}s")
             qs = queries(300)
             for q in qs[:20]:

@@ -52,7 +52,8 @@ create_roles() {
   END \$\$;
   ALTER ROLE opslore_owner CREATEDB PASSWORD '$OPSLORE_OWNER_PASSWORD';
   ALTER ROLE opslore_app PASSWORD '$OPSLORE_APP_PASSWORD';
-  GRANT opslore_search TO opslore_owner;"
+  GRANT opslore_search TO opslore_owner;
+  GRANT pg_checkpoint TO opslore_owner;"
   if ! superuser_sql "SELECT 1" opslore >/dev/null 2>&1; then
     superuser_sql "CREATE DATABASE opslore OWNER opslore_owner"
   fi

@@ -82,9 +82,8 @@ def alert_categories(cur: Cursor, alert_name: str, project: str | None, now: dat
            CROSS JOIN LATERAL (
              SELECT array_agg(i) AS incidents FROM (
                SELECT v.source_incidents[1] AS i FROM memory_versions v
-               JOIN memory_families f ON f.family_id = v.family_id AND f.current_version = v.version
                WHERE v.alert_name = %(a)s AND v.root_cause_category = cats.c AND v.state = 'active'
-                 AND f.state = 'active' AND (%(p)s::text IS NULL OR f.project = %(p)s)
+                 AND (%(p)s::text IS NULL OR v.project = %(p)s)
                  AND (v.valid_until IS NULL OR v.valid_until > %(now)s)
                LIMIT 3) x) ex
            WHERE cats.c IS NOT NULL AND ex.incidents IS NOT NULL""",

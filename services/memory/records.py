@@ -134,3 +134,20 @@ def edges_from(cur: Cursor, kinds_ids: list[tuple[str, str]]) -> list[Row]:
         ([k for k, _ in kinds_ids], [i for _, i in kinds_ids]),
     )
     return cur.fetchall()
+
+
+def usage(cur: Cursor, family_id: UUID) -> dict[str, Any]:
+    """How the family has been used: briefings that cited it (lineage) and the feedback agents gave
+    (projected from `briefing.feedback` ledger events): hits, verdict counts, last use."""
+    cur.execute(
+        """SELECT count(*) AS cited, max(created_at) AS last_cited FROM lineage_edges
+           WHERE relation = 'cited' AND dst_kind = 'version' AND dst_id LIKE %s""",
+        (f"{family_id}:%",),
+    )
+    cited = cur.fetchone() or {}
+    cur.execute("SELECT adopted, refuted, ignored, last_feedback_at FROM family_feedback WHERE family_id = %s",
+                (family_id,))
+    fb = cur.fetchone() or {"adopted": 0, "refuted": 0, "ignored": 0, "last_feedback_at": None}
+    last = [t for t in (cited.get("last_cited"), fb["last_feedback_at"]) if t is not None]
+    return {"briefings": int(cited.get("cited") or 0), "adopted": fb["adopted"], "refuted": fb["refuted"],
+            "ignored": fb["ignored"], "last_used_at": max(last) if last else None}

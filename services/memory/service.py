@@ -44,9 +44,10 @@ class MemoryService:
             fam = self._family(cur, principal, family_id, lock=False)
             versions = [version_view(v) for v in R.list_versions(cur, family_id)]
             audit = R.list_audit(cur, family_id)
+            usage = R.usage(cur, family_id)
         current = next(v for v in versions if v["version"] == fam["current_version"])
         return {"family_id": family_id, "state": fam["state"], "current_version": fam["current_version"],
-                "current": current, "versions": versions,
+                "current": current, "versions": versions, "usage": usage,
                 "audit": [{k: v for k, v in a.items() if k != "tenant"} for a in audit]}
 
     def list_records(self, principal: Principal, incident_id: str | None, state: str | None) -> list[dict[str, Any]]:

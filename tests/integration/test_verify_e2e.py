@@ -96,6 +96,10 @@ def test_collect_brief_verify_feedback(client: OpsloreClient, prom: LivePromethe
     episode = eventually(episode_with_verifier_observation)
     assert episode["observations"][1]["writer"] == "tool:opslore-verifier"
 
+    family = str(hint_for(client, past)[1]["family_id"])
+    usage = client.record(family)["usage"]
+    assert usage["adopted"] == 1 and usage["briefings"] >= 3 and usage["last_used_at"]
+
     prom.pool_pending.labels(service="checkout-api").set(2)
     prom.wait_for(QUERY, 2)
     briefing_id, _ = hint_for(client, past)
