@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from replay.runner import ScenarioRunner
+from replay.runner import ScenarioRunner, learn_incident
 from replay.scenario import load_scenarios
 from services.cli.client import OpsloreClient
 from services.cli.main import console, print_briefing
@@ -22,7 +22,7 @@ def main() -> None:
     client = OpsloreClient(s.api_url, key)
     for scenario in load_scenarios(DEMO):
         for incident in scenario.incidents:
-            check = runner.learn_incident(scenario, incident, client)
+            check = learn_incident(scenario, incident, client)
             console.print(f"learned {incident.id}: {check.name}: {'ok' if check.passed else 'FAILED'}")
     request = {"alert": {"name": "HighErrorRate", "labels": {"service": "payments-api"}},
                "services": ["payments-api"], "signals": ["tls_handshake_failure"],

@@ -66,7 +66,7 @@ class ScenarioRunner:
         try:
             clients = self._tenants(scenario)
             for incident in scenario.incidents:
-                check = self.learn_incident(scenario, incident, clients[incident.tenant])
+                check = learn_incident(scenario, incident, clients[incident.tenant])
                 result.results.append(StepResult(f"incident {incident.id}", check))
             for step in scenario.after:
                 self._after(step, clients[step.tenant], result)
@@ -84,9 +84,6 @@ class ScenarioRunner:
             key = self.admin.create_key(tenant, "reviewer", scenario.project)
             clients[logical] = OpsloreClient(self.api_url, key)
         return clients
-
-    def learn_incident(self, scenario: Scenario, inc: ScenarioIncident, client: OpsloreClient) -> Check:
-        return learn_incident(scenario, inc, client)
 
     def _after(self, step: AfterStep, client: OpsloreClient, result: ScenarioResult) -> None:
         records = client.records(incident_id=step.incident)
