@@ -16,8 +16,8 @@ from replay.corpus.build import incident, load
 from replay.scenario import Scenario, ScenarioIncident, ledger_events
 from schemas.ledger import LedgerRecord, SubmittedEvent, bind_event
 from schemas.memory import EvidenceRef, VerifyCheck, VersionContent
-from services.briefing.text import analyze
-from services.memory.content import search_text
+from services.lexicon.analyzer import analyze
+from services.lexicon.index import SearchDocument, search_text
 
 ARCHETYPES = load()
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -55,10 +55,11 @@ def ledger(events: int, tenants: int, seed: int = 7) -> Iterator[LedgerRecord]:
         n += 1
 
 
-_TOKENS: dict[str, str] = {}
+_TOKENS: dict[str, tuple[str, ...]] = {}
 
 
-def record_content(i: int, pick: Picker) -> VersionContent:
+def record_content(i: int, pick: Picker) -> tuple[VersionContent, str]:
+    """A record version drawn from an archetype, and the archetype's id."""
     a = pick.archetype()
     service = f"{a['service']}-{i % 200}"
     ev = a["evidence"]
@@ -74,7 +75,14 @@ def record_content(i: int, pick: Picker) -> VersionContent:
         trust_mix={"trusted_tool": 1}, confidence=0.55 + (i % 4) * 0.1, environment="prod",
         valid_from=T0, last_verified_at=T0 + timedelta(days=i % 300), observed_at=T0,
     )
-    if a["id"] not in _TOKENS:
-        _TOKENS[a["id"]] = " ".join(analyze(search_text(content.model_copy(update={"services": [], "entities": []}))))
-    tokens = f"{_TOKENS[a['id']]} {service} {' '.join(service.split('-'))}"
-    return content.model_copy(update={"search_tokens": tokens})
+    return content, str(a["id"])
+
+
+def record_document(family_id: uuid.UUID, content: VersionContent, archetype_id: str) -> SearchDocument:
+    """The version's search document, as `services.lexicon.index.document` builds it, with the analysis
+    of the archetype's text cached (jieba on a million texts would dominate the load); the varying part,
+    the service name, is analysed per record."""
+    if archetype_id not in _TOKENS:
+        _TOKENS[archetype_id] = tuple(analyze(search_text(content.model_copy(update={"services": [], "entities": []}))))
+    lexemes = dict.fromkeys([*_TOKENS[archetype_id], *analyze(" ".join(content.services))])
+    return SearchDocument(family_id, 1, tuple(lexemes))

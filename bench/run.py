@@ -27,7 +27,7 @@ from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import NewTopic
 from psycopg.types.json import Jsonb
 
-from bench.generate import ARCHETYPES, Picker, ledger, record_content
+from bench.generate import ARCHETYPES, Picker, ledger, record_content, record_document
 from schemas.api import BriefingRequest
 from schemas.memory import VersionContent
 from services.briefing.service import BriefingService
@@ -37,6 +37,7 @@ from services.common.migrate import apply_migrations
 from services.common.settings import Settings, get_settings
 from services.gateway.keys import Principal
 from services.gateway.service import LedgerGateway
+from services.lexicon import index as lexical
 from services.memory.records import content_hash
 from services.projector.runner import ProjectorRunner, rebuild
 from services.projector.store import PROJECTION_TABLES
@@ -206,25 +207,26 @@ VERSION_COLUMNS = list(VersionContent.model_fields)
 def load_records(db_url: str, tenant: str, start: int, count: int, seed: int) -> None:
     pick = Picker(seed + start)
     cols = ["tenant", "family_id", "version", "project", *VERSION_COLUMNS, "content_hash", "created_by", "state"]
-    sql = (f"INSERT INTO memory_versions ({', '.join(cols)}, search_tsv) VALUES "
-           f"({', '.join(['%s'] * len(cols))}, array_to_tsvector(string_to_array(%s, ' ')))")
+    sql = f"INSERT INTO memory_versions ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})"
     with psycopg.connect(db_url) as conn:
         conn.execute("SELECT set_config('opslore.tenant', %s, false)", (tenant,))
         with conn.cursor() as cur:
             for chunk in range(start, start + count, 5000):
-                fams, rows = [], []
+                fams, rows, docs = [], [], []
                 for i in range(chunk, min(chunk + 5000, start + count)):
-                    content = record_content(i, pick)
+                    content, archetype = record_content(i, pick)
                     fid = uuid.uuid5(uuid.NAMESPACE_OID, f"{tenant}/{i}")
                     data = content.model_dump(mode="python")
                     for col in ("evidence", "verify_with", "trust_mix"):
                         data[col] = Jsonb(content.model_dump(mode="json")[col])
                     rows.append((tenant, fid, 1, "bench", *(data[c] for c in VERSION_COLUMNS),
-                                 content_hash(content), "bench", "active", content.search_tokens))
+                                 content_hash(content), "bench", "active"))
                     fams.append((tenant, fid, "bench", "episodic", "active", 1))
+                    docs.append(record_document(fid, content, archetype))
                 cur.executemany("INSERT INTO memory_families (tenant, family_id, project, memory_type, state,"
                                 " current_version) VALUES (%s, %s, %s, %s, %s, %s)", fams)
                 cur.executemany(sql, rows)
+                lexical.write(cur, tenant, docs)  # the production index writer
                 conn.commit()
 
 

@@ -112,7 +112,7 @@ class Hint(BaseModel):
     verify_with: list[CheckView]
     valid_until: datetime | None
     last_verified_at: datetime | None
-    explain: dict[str, float] | None = None
+    explain: dict[str, float | str] | None = None
 
 
 class BriefingResponse(BaseModel):

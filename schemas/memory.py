@@ -176,7 +176,6 @@ class VersionContent(_Model):
     valid_from: datetime
     valid_until: datetime | None = None
     last_verified_at: datetime | None = None
-    search_tokens: str = ""
 
 
 class Applicability(_Model):

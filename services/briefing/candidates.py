@@ -9,8 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from schemas.api import BriefingRequest
-from services.briefing.text import tsquery_any
 from services.common.db import Cursor, Row
+from services.lexicon.analyzer import tsquery_any
+from services.lexicon.index import CorpusStats, selective
 
 BRANCH_LIMIT = 60  # per branch (ordered by recency or text rank); the union feeds the Python ranker
 TEXT_MATCH_CAP = 300  # full-text matches ranked per request (ts_rank is the costly part)
@@ -24,10 +25,12 @@ WITH picked AS (
                                             %(project)s, %(limit)s, %(text_cap)s))
 SELECT v.family_id, v.version, v.memory_type, v.alert_name, v.services, v.signals, v.entities,
        v.confidence, v.environment, v.cluster, v.version_range, v.topology_fingerprint,
-       v.applicability_restricted, v.last_verified_at, v.observed_at, v.search_tokens,
+       v.applicability_restricted, v.last_verified_at, v.observed_at, v.root_cause_category,
+       v.misleading_signals, s.lexemes, s.doc_length,
        coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted
 FROM picked p
 JOIN memory_versions v ON v.family_id = p.family_id AND v.version = p.version
+LEFT JOIN version_search s ON s.family_id = v.family_id AND s.version = v.version
 JOIN memory_families f ON f.family_id = v.family_id AND f.current_version = v.version AND f.state = 'active'
 LEFT JOIN family_feedback fb ON fb.family_id = v.family_id
 WHERE v.valid_from <= %(now)s AND (v.valid_until IS NULL OR v.valid_until > %(now)s)
@@ -35,18 +38,18 @@ WHERE v.valid_from <= %(now)s AND (v.valid_until IS NULL OR v.valid_until > %(no
 
 
 def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], project: str | None,
-                     now: datetime) -> list[Row]:
-    """Bounded, index-driven branches (same service; same signals under the same alert; full text),
-    unioned, then full rows for at most 3 x BRANCH_LIMIT versions."""
+                     now: datetime, stats: CorpusStats) -> list[Row]:
+    """Bounded, index-driven branches (same service; same signals under the same alert; a requested
+    signal marked misleading; full text over the selective lexemes), unioned, then full rows."""
     cur.execute(_SQL, {
-        "tsq": tsquery_any(tokens), "now": now, "project": project,
+        "tsq": tsquery_any(selective(stats, tokens)), "now": now, "project": project,
         "alert": req.alert.name if req.alert else None, "services": req.services,
         "signals": req.signals, "limit": BRANCH_LIMIT, "text_cap": TEXT_MATCH_CAP,
     })
     return cur.fetchall()
 
 
-DETAIL_COLUMNS = ("project", "summary", "root_cause", "root_cause_category", "misleading_signals", "source_incidents",
+DETAIL_COLUMNS = ("project", "summary", "root_cause", "source_incidents",
                   "evidence", "verify_with", "trust_mix", "owner", "valid_until")
 
 

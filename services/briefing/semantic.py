@@ -15,9 +15,9 @@ from uuid import UUID
 import numpy as np
 
 from schemas.memory import VersionContent
-from services.briefing.embedding import Embedder, HashingNgramEmbedder
+from services.briefing.embedding import Embedder, HashingNgramEmbedder, MultilingualE5Embedder
 from services.common.db import Cursor, Database
-from services.memory.content import search_text
+from services.lexicon.index import search_text
 
 
 def model_key(embedder: Embedder) -> str:
@@ -25,18 +25,22 @@ def model_key(embedder: Embedder) -> str:
 
 
 def make_embedder(name: str) -> Embedder | None:
-    """`off` (default) or `hash-ngram`; unknown names are a configuration error."""
+    """`off` (default), `e5-small` (pretrained, needs the `embedding` extra) or `hash-ngram`;
+    unknown names are a configuration error."""
     if name == "off":
         return None
     if name == "hash-ngram":
         return HashingNgramEmbedder()
-    raise ValueError(f"unknown embedding {name!r}: use off or hash-ngram")
+    if name == "e5-small":
+        return MultilingualE5Embedder()
+    raise ValueError(f"unknown embedding {name!r}: use off, e5-small or hash-ngram")
 
 
 class SemanticIndex:
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self.model = model_key(embedder)
+        self.calibration = embedder.calibration
 
     def index_version(self, cur: Cursor, tenant: str, family_id: UUID, version: int,
                       content: VersionContent) -> None:
@@ -63,7 +67,7 @@ class SemanticIndex:
                WHERE model = %s AND (family_id, version) IN (SELECT * FROM unnest(%s::uuid[], %s::int[]))""",
             (model, [r["family_id"] for r in rows], [r["version"] for r in rows]),
         )
-        query = self.embedder.embed([text])[0]
+        query = self.embedder.embed_query(text)
         return {(str(r["family_id"]), int(r["version"])): float(np.dot(np.asarray(r["vector"], np.float32), query))
                 for r in cur.fetchall()}
 

@@ -23,13 +23,14 @@ from services.briefing import candidates as C
 from services.briefing.rank import RankPolicy, RankQuery, Scored, rank
 from services.briefing.render import render
 from services.briefing.semantic import SemanticIndex
-from services.briefing.text import analyze
 from services.briefing.warnings import WarningContext, warnings_for
 from services.common.db import Cursor, Database
 from services.common.errors import NotFound
 from services.common.settings import Settings
 from services.gateway.keys import Principal
 from services.gateway.service import LedgerGateway
+from services.lexicon import index as lexical
+from services.lexicon.analyzer import analyze
 from services.memory import records as R
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -44,9 +45,14 @@ def token_estimate(payload: Any) -> int:
     return math.ceil(cjk + words * 1.3 + text.count('"') / 4)
 
 
-def build_query(req: BriefingRequest) -> tuple[RankQuery, list[str]]:
-    text = " ".join(filter(None, [req.text or "", req.alert.name if req.alert else "",
+def query_text(req: BriefingRequest) -> str:
+    """Everything of the request that is text: the question, the alert and its labels, the signals."""
+    return " ".join(filter(None, [req.text or "", req.alert.name if req.alert else "",
                                   *(req.alert.labels.values() if req.alert else []), *req.signals]))
+
+
+def build_query(req: BriefingRequest) -> tuple[RankQuery, list[str]]:
+    text = query_text(req)
     tokens = analyze(text) if text.strip() else []
     q = RankQuery(alert=req.alert.name if req.alert else None, services=frozenset(req.services),
                   signals=frozenset(req.signals), entities=frozenset(req.entities), tokens=frozenset(tokens),
@@ -90,11 +96,10 @@ class BriefingService:
         q, tokens = build_query(req)
         briefing_id = uuid.uuid4()
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            rows = C.fetch_candidates(cur, req, tokens, principal.project, now)
-            policy = RankPolicy(min_relevance=self.settings.briefing_min_score,
-                                half_life_days=self.settings.episodic_half_life_days, now=now)
+            stats = lexical.corpus_stats(cur, tokens)
+            rows = C.fetch_candidates(cur, req, tokens, principal.project, now, stats)
             similarities, degraded = self._semantic(cur, req, rows)
-            ranked = rank(q, rows, policy, req.limit, similarities)
+            ranked = rank(q, rows, self._policy(now), req.limit, similarities, stats)
             C.add_details(cur, [s.row for s in ranked])
             ctx = self._context(cur, ranked, q, principal.project, now)
             hints = [self._hint(s, q, req, ctx, detail=2 if i == 0 else 1) for i, s in enumerate(ranked)]
@@ -105,14 +110,21 @@ class BriefingService:
         response.token_estimate_json = token_estimate(response.wire())
         return response
 
+    def _policy(self, now: datetime) -> RankPolicy:
+        floor, ceiling = self.semantic.calibration if self.semantic is not None else (0.0, 1.0)
+        return RankPolicy(min_relevance=self.settings.briefing_min_score,
+                          half_life_days=self.settings.episodic_half_life_days, now=now,
+                          semantic_floor=floor, semantic_ceiling=ceiling)
+
     def _semantic(self, cur: Cursor, req: BriefingRequest,
                   rows: list[dict[str, Any]]) -> tuple[dict[tuple[str, int], float] | None, list[str]]:
-        """Embedding similarities, or None and `degraded: ["embedding"]` when the branch is off or fails."""
+        """Embedding similarities; None when the branch is switched off (not degraded: nothing failed),
+        None and `degraded: ["embedding"]` when it is configured and fails."""
         if self.semantic is None:
-            return None, ["embedding"]
+            return None, []
         try:
             with cur.connection.transaction():  # SAVEPOINT: a failure must not poison the read
-                return self.semantic.similarities(cur, req.text or "", rows), []
+                return self.semantic.similarities(cur, query_text(req), rows), []
         except Exception:
             log.warning("embedding branch failed; answering lexically", exc_info=True)
             return None, ["embedding"]

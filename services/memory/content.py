@@ -5,21 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from schemas.memory import ApprovalEdits, CandidateDraft, VersionContent
-from services.briefing.text import analyze
 
 UNTRUSTED = "untrusted_text"
-
-
-def search_text(c: VersionContent) -> str:
-    """The text a version is found by. Untrusted evidence is never indexed: it cannot steer recall."""
-    trusted_evidence = [e.summary for e in c.evidence if e.trust != UNTRUSTED]
-    parts = [c.summary, c.canonical_content, c.root_cause or "", c.root_cause_category or "",
-             c.alert_name or "", *c.services, *c.signals, *c.entities, *trusted_evidence]
-    return "\n".join(p for p in parts if p)
-
-
-def with_tokens(c: VersionContent) -> VersionContent:
-    return c.model_copy(update={"search_tokens": " ".join(analyze(search_text(c)))})
 
 
 def cap_authority(c: VersionContent) -> VersionContent:
@@ -47,7 +34,7 @@ def from_draft(draft: CandidateDraft, edits: ApprovalEdits | None, valid_from: d
         version_range=draft.version, topology_fingerprint=draft.topology_fingerprint,
         observed_at=draft.observed_at, valid_from=valid_from, last_verified_at=draft.last_verified_at,
     )
-    return with_tokens(cap_authority(apply_edits(content, edits)))
+    return cap_authority(apply_edits(content, edits))
 
 
 def apply_edits(c: VersionContent, edits: ApprovalEdits | None) -> VersionContent:
@@ -80,4 +67,17 @@ def merge_into(current: VersionContent, new: VersionContent) -> VersionContent:
         mix[k] = mix.get(k, 0) + v
     merged = new.model_copy(update={"source_incidents": incidents, "evidence": evidence, "trust_mix": mix,
                                     "signals": list(dict.fromkeys([*new.signals, *current.signals]))})
-    return with_tokens(cap_authority(merged))
+    return cap_authority(merged)
+
+
+def superseding(current: VersionContent, changes: dict[str, object], valid_from: datetime) -> VersionContent:
+    """The next version's content. A new summary that does not restate the root cause means the old
+    conclusion no longer holds: its root cause, category and the canonical text built from them stay in
+    history (the earlier version), never in the new version, so later briefings cannot show them.
+    Raises ValueError (pydantic) when a change is not valid content."""
+    update = dict(changes)
+    if "summary" in update and "root_cause" not in update:
+        update.setdefault("root_cause", None)
+        update.setdefault("root_cause_category", None)
+        update.setdefault("canonical_content", str(update["summary"]))
+    return current.model_validate({**current.model_dump(), **update, "valid_from": valid_from})

@@ -39,7 +39,7 @@ def insert_version(
     cols = ", ".join(data)
     params = ", ".join(f"%({c})s" for c in data)
     cur.execute(
-        f"INSERT INTO memory_versions ({cols}, search_tsv) VALUES ({params}, to_tsvector('simple', %(search_tokens)s))",
+        f"INSERT INTO memory_versions ({cols}) VALUES ({params})",
         data,
     )
 

@@ -16,14 +16,15 @@ from services.briefing.semantic import SemanticIndex
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from services.gateway.keys import Principal
+from services.lexicon import index as lexical
 from services.memory import records as R
-from services.memory.content import cap_authority, with_tokens
+from services.memory.content import cap_authority, superseding
 
 TERMINAL_FAMILY_STATES = {"retracted", "expired"}
 
 
 def version_view(row: Row) -> dict[str, Any]:
-    hidden = {"tenant", "search_tsv", "search_tokens"}
+    hidden = {"tenant", "search_tokens"}
     return {k: v for k, v in row.items() if k not in hidden}
 
 
@@ -33,7 +34,9 @@ class MemoryService:
         self.semantic = semantic
 
     def index(self, cur: Cursor, tenant: str, family_id: UUID, version: int, content: VersionContent) -> None:
-        """Derived indexes of a new version, in the writer's transaction (the embedding, when enabled)."""
+        """Derived indexes of a new version, in the writer's transaction: the lexical document always,
+        the embedding when enabled."""
+        lexical.write(cur, tenant, [lexical.document(family_id, version, content)])
         if self.semantic is not None:
             self.semantic.index_version(cur, tenant, family_id, version, content)
 
@@ -116,8 +119,7 @@ class MemoryService:
                 raise Conflict(f"family is {fam['state']}; roll back to a version to revive it")
             current = R.content_of(R.get_version(cur, family_id, fam["current_version"]) or {})
             try:
-                new = with_tokens(cap_authority(current.model_validate(
-                    {**current.model_dump(), **changes, "valid_from": datetime.now(UTC)})))
+                new = cap_authority(superseding(current, changes, datetime.now(UTC)))
             except ValueError as exc:
                 raise InvalidInput(f"invalid record change: {exc}", field="summary") from None
             self._check_level(principal, new)

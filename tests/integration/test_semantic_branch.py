@@ -21,6 +21,9 @@ class BrokenEmbedder(HashingNgramEmbedder):
     def embed(self, texts: list[str]) -> NDArray[np.float32]:
         raise RuntimeError("model server down")
 
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        raise RuntimeError("model server down")
+
 
 def _request() -> BriefingRequest:
     return BriefingRequest(services=["checkout-api"], signals=["db_pool_saturation"],
@@ -41,7 +44,7 @@ def test_vectors_are_written_with_versions_and_used_for_ranking(fresh_database: 
             assert cur.fetchall() == [{"model": model_key(index.embedder), "dims": 512}]
         answer = svc.briefing.brief(reviewer(tenant), _request())
         assert answer.degraded == []
-        assert answer.hints and answer.hints[0].explain and answer.hints[0].explain["match_semantic"] > 0
+        assert answer.hints and answer.hints[0].explain and float(answer.hints[0].explain["match_semantic"]) > 0
     finally:
         svc.close()
 

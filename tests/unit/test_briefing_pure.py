@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.briefing.rank import RankPolicy, RankQuery, rank
-from services.briefing.text import analyze
 from services.briefing.warnings import WarningContext, warnings_for
+from services.lexicon.analyzer import analyze
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -15,7 +15,7 @@ def row(text: str, *, signals: list[str], service: str = "payments-api", alert: 
         category: str = "db_connection_pool", **extra: Any) -> dict[str, Any]:
     return {"family_id": uuid.uuid4(), "version": 1, "memory_type": "episodic", "signals": signals,
             "services": [service], "entities": [], "alert_name": alert, "root_cause_category": category,
-            "search_tokens": " ".join(analyze(text)), "confidence": 0.7, "adopted": 0, "refuted": 0,
+            "lexemes": analyze(text), "confidence": 0.7, "adopted": 0, "refuted": 0,
             "last_verified_at": NOW - timedelta(days=10), "misleading_signals": [], "trust_mix": {}, **extra}
 
 
@@ -43,7 +43,7 @@ def test_chinese_paraphrase_matches_through_concepts() -> None:
               service="order-svc")
     q = query("订单服务大量超时，数据库连接全部被占满", services=["order-svc"])
     ranked = rank(q, [rec], POLICY, 5)
-    assert ranked and ranked[0].parts["match_concept"] > 0
+    assert ranked and float(ranked[0].parts["match_concept"]) > 0
 
 
 def test_abstains_when_only_the_service_matches() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.briefing.text import analyze, concepts_of, load_aliases
+from services.lexicon.analyzer import analyze, concepts_of, load_aliases
 
 DOMAINS = {"db_connection_pool", "network", "tls", "dns", "memory_leak", "disk_full", "cpu", "node",
            "queue_backlog", "bad_deploy", "configuration", "dependency"}

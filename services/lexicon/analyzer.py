@@ -1,6 +1,6 @@
 """Tokenizer for Chinese and English incident text, and the domain alias dictionary.
 
-`analyze(text)` returns the lexemes used both when a record version is written (its `search_tokens`)
+`analyze(text)` returns the lexemes used both when a record version is indexed (`services.lexicon.index`)
 and when a briefing is asked: lower-cased English words and their `_`/`-` parts, jieba-segmented
 Chinese words, and `concept:<id>` tokens for every alias phrase found. Lexemes go into PostgreSQL as
 they are (`array_to_tsvector`), so no database-side parser changes them.
@@ -100,7 +100,7 @@ def normalize(text: str) -> str:
 
 
 def load_aliases(extra_file: str | None = None) -> AliasDictionary:
-    base = resources.files("services.briefing") / "data" / "aliases.yaml"
+    base = resources.files("services.lexicon") / "data" / "aliases.yaml"
     docs = [yaml.safe_load(base.read_text(encoding="utf-8"))]
     if extra_file:
         docs.append(yaml.safe_load(Path(extra_file).read_text(encoding="utf-8")))
@@ -150,6 +150,19 @@ def analyze(text: str, aliases: AliasDictionary | None = None) -> list[str]:
     for segment in _CJK.findall(residual):
         tokens.extend(_cjk_words(segment))
     return [t for t in dict.fromkeys(tokens) if _SAFE.match(t)]
+
+
+# Words almost every incident text has: they may match, but count for little (the ranker weighs them
+# down). Stemmed like the analyzer's output.
+_GENERIC_EN = (
+    "error errors fail failed failing failure failures service services request requests latency high rate "
+    "spike down outage timeout timeouts user users api server servers issue problem app application system "
+    "systems site traffic return returned returning prod production cluster node nodes instance instances "
+    "increase increased alert alarm start started stop stopped went became every all many some across "
+    "customer customers time minutes hours global worldwide"
+)
+GENERIC_TERMS = frozenset([*(stem(w) for w in _GENERIC_EN.split()), "服务", "故障", "异常", "报错", "失败", "请求",
+                           "用户", "系统", "无法", "全部", "不可", "可用", "不可用", "全面", "问题", "告警"])
 
 
 def concepts_of(tokens: list[str]) -> list[str]:

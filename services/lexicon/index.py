@@ -1,0 +1,119 @@
+"""The one builder and writer of the lexical search index of record versions (derived data).
+
+`search_text` and `document` are pure: what a version is found by, and its lexemes. `write` stores
+documents in `version_search` (lexemes verbatim, `array_to_tsvector`, so no database-side parser splits
+`concept:db_pool_exhausted` or `db_pool_saturation`) and keeps the BM25 statistics (`lexeme_stats`,
+`search_corpus`) in step, all in the caller's transaction. Production writes, the benchmark loader and
+the tests call these same functions. `corpus_stats` reads the statistics for a query's lexemes.
+
+The statistics count every indexed version (superseded ones too): idf is a corpus statistic, and a
+family's handful of versions barely moves it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import psycopg
+
+from schemas.memory import VersionContent
+from services.common.db import Cursor
+from services.lexicon.analyzer import AliasDictionary, analyze
+
+ANALYZER = "lexicon/1"
+UNTRUSTED = "untrusted_text"
+
+
+def search_text(c: VersionContent) -> str:
+    """The text a version is found by. Untrusted evidence is never indexed: it cannot steer recall."""
+    trusted_evidence = [e.summary for e in c.evidence if e.trust != UNTRUSTED]
+    parts = [c.summary, c.canonical_content, c.root_cause or "", c.root_cause_category or "",
+             c.alert_name or "", *c.services, *c.signals, *c.misleading_signals, *c.entities, *trusted_evidence]
+    return "\n".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class SearchDocument:
+    family_id: UUID
+    version: int
+    lexemes: tuple[str, ...]
+
+
+def document(family_id: UUID, version: int, content: VersionContent,
+             aliases: AliasDictionary | None = None) -> SearchDocument:
+    return SearchDocument(family_id, version, tuple(analyze(search_text(content), aliases)))
+
+
+_WRITE = """
+WITH docs AS (
+  SELECT f, v, CASE WHEN l = '' THEN '{}'::text[] ELSE string_to_array(l, ' ') END AS lexemes
+  FROM unnest(%(families)s::uuid[], %(versions)s::int[], %(lexemes)s::text[]) AS d(f, v, l)),
+ins AS (
+  INSERT INTO version_search (tenant, family_id, version, analyzer, lexemes, doc_length, tsv)
+  SELECT %(tenant)s, f, v, %(analyzer)s, lexemes, cardinality(lexemes), array_to_tsvector(lexemes) FROM docs
+  ON CONFLICT DO NOTHING
+  RETURNING lexemes, doc_length),
+stats AS (
+  INSERT INTO lexeme_stats (tenant, lexeme, df)
+  SELECT %(tenant)s, x, count(*) FROM ins, unnest(ins.lexemes) AS x GROUP BY x ORDER BY x
+  ON CONFLICT (tenant, lexeme) DO UPDATE SET df = lexeme_stats.df + EXCLUDED.df
+  RETURNING 1)
+INSERT INTO search_corpus (tenant, docs, total_length)
+SELECT %(tenant)s, count(*), coalesce(sum(doc_length), 0) FROM ins HAVING count(*) > 0
+ON CONFLICT (tenant) DO UPDATE SET docs = search_corpus.docs + EXCLUDED.docs,
+                                   total_length = search_corpus.total_length + EXCLUDED.total_length
+"""
+
+
+def write(cur: psycopg.Cursor[Any], tenant: str, docs: Sequence[SearchDocument]) -> None:
+    """Index `docs` (idempotent: a version already indexed is skipped and not counted again).
+    Lexeme rows are upserted in sorted order, so concurrent writers in one tenant cannot deadlock."""
+    if not docs:
+        return
+    cur.execute(_WRITE, {
+        "tenant": tenant, "analyzer": ANALYZER, "families": [d.family_id for d in docs],
+        "versions": [d.version for d in docs], "lexemes": [" ".join(d.lexemes) for d in docs],
+    })
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """BM25 statistics of a tenant's index, for the lexemes of one query."""
+
+    docs: int
+    avg_length: float
+    df: dict[str, int]
+
+    def idf(self, lexeme: str) -> float:
+        """Okapi idf, floored at 0; a lexeme no indexed version has scores nothing."""
+        n = self.df.get(lexeme, 0)
+        if n == 0:
+            return 0.0
+        return math.log(1.0 + (self.docs - n + 0.5) / (n + 0.5))
+
+
+EMPTY = CorpusStats(docs=0, avg_length=1.0, df={})
+
+
+def corpus_stats(cur: Cursor, lexemes: Sequence[str]) -> CorpusStats:
+    cur.execute("SELECT docs, total_length FROM search_corpus")
+    row = cur.fetchone()
+    if row is None or not row["docs"]:
+        return EMPTY
+    df: dict[str, int] = {}
+    if lexemes:
+        cur.execute("SELECT lexeme, df FROM lexeme_stats WHERE lexeme = ANY(%s)", (list(lexemes),))
+        df = {r["lexeme"]: int(r["df"]) for r in cur.fetchall()}
+    docs = int(row["docs"])
+    return CorpusStats(docs=docs, avg_length=max(float(row["total_length"]) / docs, 1.0), df=df)
+
+
+def selective(stats: CorpusStats, lexemes: Sequence[str], max_share: float = 0.2, floor: int = 50) -> list[str]:
+    """Lexemes worth a full-text lookup: known to the index and not in most documents (a lexeme in
+    every fifth version matches too much to find anything; the ranker still scores it)."""
+    limit = max(stats.docs * max_share, floor)
+    return [t for t in lexemes if 0 < stats.df.get(t, 0) <= limit]
