@@ -102,6 +102,49 @@ def regress(
 
 
 @app.command()
+def realworld(
+    corpus: Annotated[Path, typer.Option(help="postmortem corpus (YAML)")] = Path("replay/realworld/postmortems.yaml"),
+    report: Annotated[Path, typer.Option(help="JSON report")] = Path("replay/results/realworld.json"),
+    max_false_hint_rate: float = 0.25,
+    api_url: Annotated[str | None, typer.Option(help="default OPSLORE_API_URL")] = None,
+) -> None:
+    """Real public postmortems split by time: opslore vs BM25 vs embedding top-k on the same split.
+    Exit 1 when opslore's Recall@5 is below BM25's or its false-hint rate is above the limit."""
+    import json
+    import uuid
+
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from replay import realworld as rw
+    from services.cli.client import OpsloreClient
+
+    s = get_settings()
+    url = api_url or s.api_url
+    pms = rw.load(corpus)
+    admin = OpsloreClient(url, s.admin_token)
+    client = OpsloreClient(url, admin.create_key(f"realworld-{uuid.uuid4().hex[:10]}", "reviewer", "default"))
+    with Progress(transient=True) as progress:
+        task = progress.add_task("real postmortems", total=len(pms))
+        scores = rw.evaluate(client, pms, lambda _: progress.advance(task))
+    table = Table("system", "Recall@1", "Recall@5", "MRR", "false-hint rate", title=(
+        "real postmortems: {history} approved, {question} recurrences, {novel} novel ({classes} classes, "
+        "{chinese} in Chinese)".format(**rw.summary(pms))))
+    for sc in scores:
+        table.add_row(sc.name, *(f"{v:.3f}" for v in (sc.recall_at_1, sc.recall_at_5, sc.mrr, sc.false_hint_rate)))
+    Console().print(table)
+    failures = rw.gate(scores, max_false_hint_rate)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps({"corpus": rw.summary(pms), "systems": {sc.name: sc.to_json() for sc in scores},
+                                  "gate_failures": failures}, indent=2, ensure_ascii=False), encoding="utf-8")
+    for failure in failures:
+        typer.secho(f"release gate: {failure}", fg="red")
+    if failures:
+        raise typer.Exit(1)
+
+
+@app.command()
 def check(paths: Annotated[list[Path], typer.Argument()]) -> None:
     """Parse scenario files without running them."""
     scenarios = [sc for p in paths for sc in load_scenarios(p)]

@@ -15,7 +15,7 @@ import bm25s
 import jieba
 
 from replay.scenario import Scenario, ScenarioIncident
-from services.briefing.embedding import HashingNgramEmbedder, cosine_top_k
+from services.briefing.embedding import Embedder, HashingNgramEmbedder, cosine_top_k
 
 _WORDS = re.compile(r"[a-z0-9_\-]+")
 _CJK = re.compile(r"[\u3400-\u9fff]+")
@@ -73,9 +73,19 @@ def bm25_rank(corpus: Corpus, request: dict[str, Any], k: int = 5) -> list[str]:
 EMBEDDER = HashingNgramEmbedder()
 
 
-def embedding_rank(corpus: Corpus, request: dict[str, Any], k: int = 5) -> list[str]:
+_DOC_VECTORS: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+
+def embedding_rank_with(embedder: Embedder, corpus: Corpus, request: dict[str, Any], k: int = 5) -> list[str]:
     if not corpus.ids:
         return []
-    docs = EMBEDDER.embed(corpus.texts)
-    query = EMBEDDER.embed([query_text(request)])[0]
+    key = (id(embedder), tuple(corpus.texts))
+    if key not in _DOC_VECTORS:  # a corpus is embedded once per embedder, not once per question
+        _DOC_VECTORS[key] = embedder.embed(corpus.texts)
+    docs = _DOC_VECTORS[key]
+    query = embedder.embed_query(query_text(request))
     return [corpus.ids[i] for i, _ in cosine_top_k(query, docs, k)]
+
+
+def embedding_rank(corpus: Corpus, request: dict[str, Any], k: int = 5) -> list[str]:
+    return embedding_rank_with(EMBEDDER, corpus, request, k)

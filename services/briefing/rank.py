@@ -3,7 +3,8 @@
 Relevance is fused from independent channels, each a strength in [0, 1]:
 
   lexical    BM25 (tf = 1, the analyzer dedupes) over the record's words, idf from the tenant's own index,
-             normalised by log(1 + N) so one rare shared word is worth about 1 whatever the corpus size;
+             relative to the idf of a word only one version has, so a word unique to one record weighs 1
+             whatever the corpus size;
              generic SRE words ("error", "latency", "service") count a quarter
   concept    the same over alias concepts (`concept:*`, both languages), which are stronger evidence
   structured exact alert name, share of requested signals the record has, entities, same service
@@ -62,10 +63,11 @@ class RankQuery:
 
 @dataclass(frozen=True)
 class RankPolicy:
-    min_relevance: float = 0.3
+    # calibrated on replay/realworld (real postmortems): see README "Recall on real incidents"
+    min_relevance: float = 0.5
     half_life_days: float = 30.0
     now: datetime | None = None
-    lexical_scale: float = 1.6  # normalised BM25 mass at which the lexical strength reaches 1 - 1/e
+    lexical_scale: float = 3.5  # normalised BM25 mass at which the lexical strength reaches 1 - 1/e
     concept_scale: float = 0.9
     category_weight: float = 0.5
     semantic_floor: float = 0.0  # cosine at or below which the semantic channel says nothing
@@ -98,6 +100,13 @@ def stats_from_rows(rows: Iterable[dict[str, Any]]) -> CorpusStats:
     return CorpusStats(docs=docs, avg_length=max(total / docs, 1.0) if docs else 1.0, df=df)
 
 
+def _weight(t: str, stats: CorpusStats) -> float:
+    """idf relative to that of a word only one version has: 1 for the rarest word, at any corpus size."""
+    rarest = math.log(1.0 + (stats.docs - 0.5) / 1.5)
+    w = min(stats.idf(t) / rarest, 1.0) if rarest > 0 else 0.0
+    return w * GENERIC_WEIGHT if t in GENERIC_TERMS else w
+
+
 def _bm25_mass(asked: frozenset[str], row: dict[str, Any], stats: CorpusStats) -> float:
     have = lexemes_of(row)
     matched = asked & have
@@ -105,12 +114,7 @@ def _bm25_mass(asked: frozenset[str], row: dict[str, Any], stats: CorpusStats) -
         return 0.0
     length = float(row.get("doc_length") or len(have) or 1)
     norm = (K1 + 1) / (1 + K1 * (1 - B + B * length / stats.avg_length))
-    scale = math.log(1.0 + stats.docs)
-    mass = 0.0
-    for t in matched:
-        w = min(stats.idf(t) / scale, 1.0) * norm
-        mass += w * GENERIC_WEIGHT if t in GENERIC_TERMS else w
-    return mass
+    return sum(_weight(t, stats) for t in matched) * norm
 
 
 def _saturate(mass: float, scale: float) -> float:

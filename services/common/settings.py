@@ -30,7 +30,7 @@ class Settings(BaseSettings):
     api_url: str = "http://127.0.0.1:9001"
     api_key: str = Field(default="", repr=False)
     # briefing
-    briefing_min_score: float = 0.3
+    briefing_min_score: float = 0.5
     stale_after_days: int = 90
     episodic_half_life_days: float = 30.0
     low_confidence_below: float = 0.5
