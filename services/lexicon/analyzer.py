@@ -140,7 +140,11 @@ def _cjk_words(segment: str) -> list[str]:
 def analyze(text: str, aliases: AliasDictionary | None = None) -> list[str]:
     """Lexemes of `text` in first-seen order, without duplicates."""
     aliases = aliases or default_aliases()
-    concepts, residual = aliases.match(normalize(text))
+    normalized = normalize(text)
+    concepts, residual = aliases.match(normalized)
+    # identifiers such as `tls_handshake_errors` also name concepts; they stay lexemes themselves too
+    spaced, _ = aliases.match(re.sub(r"[_\-]+", " ", normalized))
+    concepts += [c for c in spaced if c not in concepts]
     tokens: list[str] = [CONCEPT_PREFIX + c for c in concepts]
     for word in _WORD.findall(residual):
         if word in STOPWORDS or len(word) < 2:

@@ -24,7 +24,7 @@ from schemas.memory import VersionContent
 from services.common.db import Cursor
 from services.lexicon.analyzer import AliasDictionary, analyze
 
-ANALYZER = "lexicon/1"
+ANALYZER = "lexicon/2"
 UNTRUSTED = "untrusted_text"
 
 

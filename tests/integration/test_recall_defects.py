@@ -1,0 +1,136 @@
+"""The five recall defects of the real-incident issue, each against the real PostgreSQL.
+
+1. the full-text index split `concept:*` and underscored lexemes (to_tsvector 'simple'), so they never
+   matched in SQL; 2. relevance was diluted by request fields memory has no vocabulary for; 3. a request
+   signal marked misleading in the past did not surface the record carrying that lesson; 4. `degraded`
+   named a branch that was merely switched off; 5. a superseded root cause kept appearing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from schemas.api import BriefingRequest
+from schemas.memory import CandidateDraft
+from services.lexicon.analyzer import tsquery_any
+from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture()
+def svc(fresh_database: Callable[[], str]) -> Iterator[GovernedServices]:
+    services = GovernedServices(fresh_database())
+    yield services
+    services.close()
+
+
+def learn(svc: GovernedServices, tenant: str, d: CandidateDraft) -> str:
+    cid = seed_candidate(svc.db, tenant, d)
+    return str(svc.review.approve(reviewer(tenant), cid, note=None, edits=None)["family_id"])
+
+
+def lesson(category: str, service: str, *, alert: str, signal: str, summary: str, root_cause: str,
+           misleading: list[str] | None = None) -> CandidateDraft:
+    d = draft(category, service, signal=signal, summary=summary)
+    return d.model_copy(update={"alert_name": alert, "root_cause": root_cause,
+                                "misleading_signals": misleading or []})
+
+
+def distractors(svc: GovernedServices, tenant: str) -> None:
+    learn(svc, tenant, lesson("disk_full", "ledger-db", alert="DiskAlmostFull", signal="disk_usage_high",
+                              summary="ledger volume filled with WAL segments",
+                              root_cause="an abandoned replication slot retained WAL"))
+    learn(svc, tenant, lesson("bad_deploy", "search-api", alert="SearchErrors", signal="http_5xx_rate",
+                              summary="null pointer after the ranking release",
+                              root_cause="release 4.2 dereferenced a missing field"))
+
+
+def cites(answer_hints: list[object], family: str) -> bool:
+    return any(str(getattr(h, "family_id")) == family for h in answer_hints)  # noqa: B009
+
+
+def test_an_alias_concept_alone_is_found_by_the_full_text_index(svc: GovernedServices) -> None:
+    tenant = f"rc-{uuid.uuid4().hex[:8]}"
+    distractors(svc, tenant)
+    family = learn(svc, tenant, lesson("db_connection_pool", "order-svc", alert="订单告警", signal="orders_sig",
+                                       summary="订单库连接池耗尽，线程排队等待", root_cause="批处理任务长期占用连接"))
+    with svc.db.tenant_transaction(tenant) as cur:  # the index holds the concept verbatim
+        cur.execute("SELECT count(*) AS n FROM version_search WHERE tsv @@ %s::tsquery",
+                    (tsquery_any(["concept:db_pool_exhausted"]),))
+        assert cur.fetchone() == {"n": 1}
+    # no service, alert or signal in common: only the concept can find it, only the text branch retrieves it
+    answer = svc.briefing.brief(reviewer(tenant), BriefingRequest(
+        alert={"name": "BillingErrors"}, services=["billing"], signals=["queue_depth"],
+        text="connection pool exhausted", explain=True))
+    assert answer.hints and str(answer.hints[0].family_id) == family
+    assert answer.hints[0].explain and float(answer.hints[0].explain["match_concept"]) > 0
+
+
+def test_an_underscored_signal_word_matches_in_sql(svc: GovernedServices) -> None:
+    tenant = f"rc-{uuid.uuid4().hex[:8]}"
+    distractors(svc, tenant)
+    family = learn(svc, tenant, lesson("throttling", "render", alert="RenderSlow", signal="cfs_quota_exceeded",
+                                       summary="render pods throttled", root_cause="CPU limit too low"))
+    with svc.db.tenant_transaction(tenant) as cur:
+        cur.execute("SELECT count(*) AS n FROM version_search WHERE tsv @@ %s::tsquery",
+                    (tsquery_any(["cfs_quota_exceeded"]),))
+        assert cur.fetchone() == {"n": 1}
+    answer = svc.briefing.brief(reviewer(tenant), BriefingRequest(text="seeing cfs_quota_exceeded on workers"))
+    assert [str(h.family_id) for h in answer.hints] == [family]
+
+
+def test_unseen_services_alert_and_signals_do_not_dilute_matching_text(svc: GovernedServices) -> None:
+    tenant = f"rc-{uuid.uuid4().hex[:8]}"
+    distractors(svc, tenant)
+    family = learn(svc, tenant, lesson(
+        "certificate_expired", "storage-frontend", alert="StorageHTTPSErrors", signal="tls_handshake_errors",
+        summary="expired TLS certificate on storage endpoints broke every HTTPS request",
+        root_cause="the storage certificates expired and nobody was alerted"))
+    answer = svc.briefing.brief(reviewer(tenant), BriefingRequest(
+        alert={"name": "TerminalsOffline"}, services=["edge-gateway", "auth-proxy"],
+        signals=["connection_failures", "login_errors"], entities=["gw-7"],
+        text="clients fail the TLS handshake: x509 certificate has expired", explain=True))
+    assert answer.hints and str(answer.hints[0].family_id) == family
+    assert answer.hints[0].explain and answer.hints[0].explain["abstain_rule"]
+
+
+def test_a_misleading_signal_surfaces_the_record_that_marked_it(svc: GovernedServices) -> None:
+    tenant = f"rc-{uuid.uuid4().hex[:8]}"
+    distractors(svc, tenant)
+    family = learn(svc, tenant, lesson(
+        "db_locks", "checkout-api", alert="CheckoutSlow", signal="lock_waits",
+        summary="checkout stalled on row locks from a long transaction",
+        root_cause="a batch job held row locks", misleading=["node_cpu_high"]))
+    answer = svc.briefing.brief(reviewer(tenant), BriefingRequest(services=["payments"], signals=["node_cpu_high"]))
+    hint = next((h for h in answer.hints if str(h.family_id) == family), None)
+    assert hint is not None
+    assert "misleading_signal" in {w.code for w in hint.warnings}
+
+
+def test_degraded_names_only_a_configured_branch_that_failed(svc: GovernedServices) -> None:
+    tenant = f"rc-{uuid.uuid4().hex[:8]}"
+    distractors(svc, tenant)
+    answer = svc.briefing.brief(reviewer(tenant), BriefingRequest(text="WAL segments filled the ledger volume"))
+    assert answer.hints and answer.degraded == []  # the semantic branch is off, not failing
+
+
+def test_a_superseded_root_cause_stays_in_history_only(svc: GovernedServices) -> None:
+    tenant = f"rc-{uuid.uuid4().hex[:8]}"
+    distractors(svc, tenant)
+    family = learn(svc, tenant, lesson(
+        "disk_full", "queue-broker", alert="BrokerDown", signal="broker_disk_full",
+        summary="broker stopped when its disk filled", root_cause="OLDCAUSE retention misconfigured"))
+    svc.memory.supersede(reviewer(tenant), uuid.UUID(family),
+                         {"summary": "broker stopped when the network partitioned the cluster"}, "postmortem")
+    answer = svc.briefing.brief(reviewer(tenant), BriefingRequest(
+        services=["queue-broker"], signals=["broker_disk_full"], text="broker stopped"))
+    hint = next(h for h in answer.hints if str(h.family_id) == family)
+    assert hint.root_cause is None and hint.version == 2
+    assert "oldcause" not in answer.model_dump_json().lower() and "oldcause" not in (answer.rendered or "").lower()
+    record = svc.memory.get_record(reviewer(tenant), uuid.UUID(family))
+    assert record["current"]["root_cause"] is None
+    assert record["versions"][0]["root_cause"] == "OLDCAUSE retention misconfigured"  # history keeps it
