@@ -45,7 +45,8 @@ from services.projector.store import PROJECTION_TABLES
 SMALL = os.environ.get("BENCH_SCALE") == "small"
 THROUGHPUT_EVENTS = 20_000 if SMALL else 200_000
 REBUILD_EVENTS = int(os.environ.get("BENCH_REBUILD_EVENTS", 50_000 if SMALL else 1_000_000))
-RECORD_SIZES = [10_000, 50_000] if SMALL else [10_000, 100_000, 1_000_000]
+RECORD_SIZES = [int(n) for n in os.environ["BENCH_RECORD_SIZES"].split(",")] if os.environ.get("BENCH_RECORD_SIZES") \
+    else [10_000, 50_000] if SMALL else [10_000, 100_000, 1_000_000]
 QUERIED_TENANT_MAX = 100_000
 OUT = Path(__file__).parent / "results"
 

@@ -221,9 +221,17 @@ def _parts_of(s: Scored) -> dict[str, float]:
     return {k.removeprefix("match_"): float(v) for k, v in s.parts.items() if k.startswith("match_")}
 
 
+@dataclass(frozen=True)
+class Ranked:
+    """The hints to show, and the question's likely root-cause categories (shares summing to 1)."""
+
+    hints: list[Scored]
+    categories: dict[str, float]
+
+
 def rank(q: RankQuery, rows: list[dict[str, Any]], policy: RankPolicy, limit: int,
          similarities: dict[tuple[str, int], float] | None = None,
-         stats: CorpusStats | None = None) -> list[Scored]:
+         stats: CorpusStats | None = None) -> Ranked:
     """`similarities`: embedding cosine per (family_id, version) when the semantic branch answered;
     `stats`: the tenant's BM25 statistics (default: those of `rows`)."""
     stats = stats if stats is not None else stats_from_rows(rows)
@@ -242,4 +250,4 @@ def rank(q: RankQuery, rows: list[dict[str, Any]], policy: RankPolicy, limit: in
         s.score = round(s.score * (1.0 + policy.category_weight * share), 4)
         s.parts.update(category_share=share, abstain_rule=rule)
     kept.sort(key=lambda s: (-s.score, -s.relevance, str(s.row["family_id"])))
-    return kept[:limit]
+    return Ranked(kept[:limit], shares)

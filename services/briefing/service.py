@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 from schemas.api import BriefingRequest, BriefingResponse, CheckView, EvidenceView, FeedbackRequest, Hint
 from schemas.ledger import EventType, LedgerRecord, Trust, Writer
 from services.briefing import candidates as C
-from services.briefing.rank import RankPolicy, RankQuery, Scored, rank
+from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank
 from services.briefing.render import render
 from services.briefing.semantic import SemanticIndex
 from services.briefing.warnings import WarningContext, warnings_for
@@ -99,9 +99,10 @@ class BriefingService:
             stats = lexical.corpus_stats(cur, tokens)
             rows = C.fetch_candidates(cur, req, tokens, principal.project, now, stats)
             similarities, degraded = self._semantic(cur, req, rows)
-            ranked = rank(q, rows, self._policy(now), req.limit, similarities, stats)
+            ranking = rank(q, rows, self._policy(now), req.limit, similarities, stats)
+            ranked = ranking.hints
             C.add_details(cur, [s.row for s in ranked])
-            ctx = self._context(cur, ranked, q, principal.project, now)
+            ctx = self._context(cur, ranking, q, principal.project, now)
             hints = [self._hint(s, q, req, ctx, detail=2 if i == 0 else 1) for i, s in enumerate(ranked)]
             self._record(cur, principal, briefing_id, req, hints)
         response = BriefingResponse(briefing_id=briefing_id, hints=hints, degraded=degraded,
@@ -129,14 +130,15 @@ class BriefingService:
             log.warning("embedding branch failed; answering lexically", exc_info=True)
             return None, ["embedding"]
 
-    def _context(self, cur: Cursor, ranked: list[Scored], q: RankQuery, project: str | None,
+    def _context(self, cur: Cursor, ranking: Ranked, q: RankQuery, project: str | None,
                  now: datetime) -> WarningContext:
-        alerts = {s.row["alert_name"] for s in ranked if s.row.get("alert_name")}
+        alerts = {s.row["alert_name"] for s in ranking.hints if s.row.get("alert_name")}
         return WarningContext(
             now=now, stale_after_days=self.settings.stale_after_days,
             low_confidence_below=self.settings.low_confidence_below,
             alert_categories={a: C.alert_categories(cur, a, project, now) for a in alerts},
             tenant_misleading=C.misleading_in_tenant(cur, sorted(q.signals)),
+            inferred_categories=ranking.categories,
         )
 
     def _hint(self, s: Scored, q: RankQuery, req: BriefingRequest, ctx: WarningContext, detail: int) -> Hint:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +17,8 @@ class WarningContext:
     low_confidence_below: float
     alert_categories: dict[str, dict[str, set[str]]]  # alert name -> category -> incidents
     tenant_misleading: dict[str, list[str]]  # signal -> incidents where it misled
+    # the question's likely root-cause categories, inferred from the tenant's approved records
+    inferred_categories: dict[str, float] = field(default_factory=dict)
 
 
 def warnings_for(q: RankQuery, row: dict[str, Any], confidence: float, ctx: WarningContext) -> list[Warning_]:
@@ -34,14 +36,22 @@ def warnings_for(q: RankQuery, row: dict[str, Any], confidence: float, ctx: Warn
     return out
 
 
+ALTERNATIVE_SHARE = 0.2  # an inferred category this likely is worth naming next to a hint of another
+
+
 def _alternatives(row: dict[str, Any], ctx: WarningContext) -> list[Warning_]:
+    own = row.get("root_cause_category")
     cats = ctx.alert_categories.get(row.get("alert_name") or "", {})
-    others = {c: inc for c, inc in cats.items() if c != row.get("root_cause_category")}
-    if not others:
-        return []
-    listed = "; ".join(f"{c} ({', '.join(sorted(i))})" for c, i in sorted(others.items()))
-    return [Warning_(code="alternative_root_causes",
-                     message=f"Alert {row.get('alert_name')} has had other root causes: {listed}.")]
+    others = {c: inc for c, inc in cats.items() if c != own}
+    likely = {c: share for c, share in ctx.inferred_categories.items() if c != own and share >= ALTERNATIVE_SHARE}
+    parts = []
+    if others:
+        listed = "; ".join(f"{c} ({', '.join(sorted(i))})" for c, i in sorted(others.items()))
+        parts.append(f"Alert {row.get('alert_name')} has had other root causes: {listed}.")
+    if likely:
+        listed = ", ".join(f"{c} ({share:.0%})" for c, share in likely.items())
+        parts.append(f"Past incidents like this one also point to: {listed}.")
+    return [Warning_(code="alternative_root_causes", message=" ".join(parts))] if parts else []
 
 
 def _environment(q: RankQuery, row: dict[str, Any]) -> list[Warning_]:

@@ -20,7 +20,7 @@ app = typer.Typer(help="opslore: event-sourced incident memory for SRE agents", 
 db_app = typer.Typer(help="database schema", no_args_is_help=True)
 projector_app = typer.Typer(help="the ledger -> episode projector", no_args_is_help=True)
 review_app = typer.Typer(help="review memory candidates", no_args_is_help=True)
-index_app = typer.Typer(help="derived indexes (embeddings)", no_args_is_help=True)
+index_app = typer.Typer(help="derived indexes (lexical, embeddings)", no_args_is_help=True)
 ledger_app = typer.Typer(help="export and import ledger files", no_args_is_help=True)
 collect_app = typer.Typer(help="run an investigation collector for an incident, once or on a schedule",
                           no_args_is_help=True)
@@ -126,6 +126,28 @@ def index_reindex(
             tenants = tenant or [r["tenant"] for r in cur.fetchall()]
         for t in tenants:
             console.print(reindex(db, SemanticIndex(embedder), t, activate=activate))
+    finally:
+        db.close()
+
+
+@index_app.command("reindex-lexical")
+def index_reindex_lexical(
+    tenant: Annotated[list[str] | None, typer.Option(help="tenant (repeatable); default: every tenant")] = None,
+) -> None:
+    """Rebuild the lexical index with the current analyzer and alias dictionary (run after changing
+    OPSLORE_ALIAS_FILE or upgrading); each tenant is swapped in one transaction."""
+    from services.common.db import Database
+    from services.memory.service import reindex_lexical
+
+    s = get_settings()
+    db = Database(s.database_url, max_size=2)
+    db.open()
+    try:
+        with db.transaction() as cur:
+            cur.execute("SELECT opslore_memory_tenants() AS tenant")
+            tenants = tenant or [r["tenant"] for r in cur.fetchall()]
+        for t in tenants:
+            console.print(reindex_lexical(db, t))
     finally:
         db.close()
 

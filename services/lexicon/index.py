@@ -19,6 +19,7 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
+from psycopg import sql
 
 from schemas.memory import VersionContent
 from services.common.db import Cursor
@@ -78,6 +79,13 @@ def write(cur: psycopg.Cursor[Any], tenant: str, docs: Sequence[SearchDocument])
         "tenant": tenant, "analyzer": ANALYZER, "families": [d.family_id for d in docs],
         "versions": [d.version for d in docs], "lexemes": [" ".join(d.lexemes) for d in docs],
     })
+
+
+def clear(cur: Cursor) -> None:
+    """Remove the index rows of the transaction's tenant (row-level security scopes the deletes), before
+    a rebuild with the current analyzer. Versions are untouched: the index is derived from them."""
+    for table in ("version_search", "lexeme_stats", "search_corpus"):
+        cur.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(table)))
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,12 @@ def list_versions(cur: Cursor, family_id: UUID) -> list[Row]:
     return cur.fetchall()
 
 
+def all_versions(cur: Cursor) -> list[Row]:
+    """Every version of the transaction's tenant (for rebuilding derived indexes)."""
+    cur.execute("SELECT * FROM memory_versions ORDER BY family_id, version")
+    return cur.fetchall()
+
+
 def max_version(cur: Cursor, family_id: UUID) -> int:
     cur.execute("SELECT coalesce(max(version), 0) AS v FROM memory_versions WHERE family_id = %s", (family_id,))
     row = cur.fetchone()

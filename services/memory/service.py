@@ -181,3 +181,13 @@ class MemoryService:
 def _read_family(cur: Cursor, family_id: UUID) -> Row | None:
     cur.execute("SELECT * FROM memory_families WHERE family_id = %s", (family_id,))
     return cur.fetchone()
+
+
+def reindex_lexical(db: Database, tenant: str) -> dict[str, Any]:
+    """Rebuild a tenant's lexical index from its versions with the current analyzer and alias dictionary
+    (after either changed), in one transaction: briefings see the old index until it commits."""
+    with db.tenant_transaction(tenant) as cur:
+        lexical.clear(cur)
+        docs = [lexical.document(r["family_id"], r["version"], R.content_of(r)) for r in R.all_versions(cur)]
+        lexical.write(cur, tenant, docs)
+    return {"tenant": tenant, "analyzer": lexical.ANALYZER, "versions_indexed": len(docs)}

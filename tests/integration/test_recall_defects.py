@@ -134,3 +134,27 @@ def test_a_superseded_root_cause_stays_in_history_only(svc: GovernedServices) ->
     record = svc.memory.get_record(reviewer(tenant), uuid.UUID(family))
     assert record["current"]["root_cause"] is None
     assert record["versions"][0]["root_cause"] == "OLDCAUSE retention misconfigured"  # history keeps it
+
+
+def test_a_lexical_reindex_reproduces_the_incremental_index(svc: GovernedServices) -> None:
+    from services.memory.service import reindex_lexical
+
+    tenant = f"rc-{uuid.uuid4().hex[:8]}"
+    distractors(svc, tenant)
+    family = learn(svc, tenant, lesson("disk_full", "queue-broker", alert="BrokerDown", signal="broker_disk_full",
+                                       summary="broker stopped when its disk filled", root_cause="retention"))
+    svc.memory.supersede(reviewer(tenant), uuid.UUID(family), {"summary": "disk filled by retention"}, "clearer")
+
+    def snapshot() -> tuple[list[object], list[object], list[object]]:
+        with svc.db.tenant_transaction(tenant) as cur:
+            cur.execute("SELECT family_id, version, lexemes, doc_length FROM version_search ORDER BY 1, 2")
+            rows = cur.fetchall()
+            cur.execute("SELECT lexeme, df FROM lexeme_stats ORDER BY lexeme")
+            stats = cur.fetchall()
+            cur.execute("SELECT docs, total_length FROM search_corpus")
+            return rows, stats, cur.fetchall()
+
+    before = snapshot()
+    assert len(before[0]) == 4 and before[2] == [{"docs": 4, "total_length": sum(r["doc_length"] for r in before[0])}]
+    assert reindex_lexical(svc.db, tenant)["versions_indexed"] == 4
+    assert snapshot() == before

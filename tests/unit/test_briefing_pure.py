@@ -35,27 +35,27 @@ def test_signals_decide_between_two_causes_of_one_alert() -> None:
               category="certificate_expiry")
     q = query("errors, logs say certificate has expired", alert="HighErrorRate", services=["payments-api"],
               signals=["tls_handshake_failure"])
-    assert rank(q, [pool, tls], POLICY, 5)[0].row is tls
+    assert rank(q, [pool, tls], POLICY, 5).hints[0].row is tls
 
 
 def test_chinese_paraphrase_matches_through_concepts() -> None:
     rec = row("order-svc 数据库连接池耗尽，等待连接的线程数持续上升", signals=["db_pool_saturation"],
               service="order-svc")
     q = query("订单服务大量超时，数据库连接全部被占满", services=["order-svc"])
-    ranked = rank(q, [rec], POLICY, 5)
+    ranked = rank(q, [rec], POLICY, 5).hints
     assert ranked and float(ranked[0].parts["match_concept"]) > 0
 
 
 def test_abstains_when_only_the_service_matches() -> None:
     rec = row("connection pool exhausted", signals=["db_pool_saturation"])
-    assert rank(query("disk almost full on the log volume", services=["payments-api"]), [rec], POLICY, 5) == []
-    assert rank(query("kafka consumer lag growing", services=["analytics"]), [rec], POLICY, 5) == []
+    assert rank(query("disk almost full on the log volume", services=["payments-api"]), [rec], POLICY, 5).hints == []
+    assert rank(query("kafka consumer lag growing", services=["analytics"]), [rec], POLICY, 5).hints == []
 
 
 def test_limit_and_refuted_feedback_lower_the_rank() -> None:
     rows = [row("connection pool exhausted", signals=["db_pool_saturation"]) for _ in range(8)]
     rows[0]["refuted"] = 3
-    ranked = rank(query("pool exhausted", signals=["db_pool_saturation"]), rows, POLICY, 5)
+    ranked = rank(query("pool exhausted", signals=["db_pool_saturation"]), rows, POLICY, 5).hints
     assert len(ranked) == 5 and rows[0] not in [s.row for s in ranked]
 
 
@@ -78,6 +78,36 @@ def test_reviewer_restriction_is_a_hard_filter_but_learned_environment_only_warn
     restricted = row("pool exhausted", signals=["db_pool_saturation"], environment="staging",
                      applicability_restricted=True)
     prod = query("pool exhausted", signals=["db_pool_saturation"], environment="prod")
-    assert [s.row for s in rank(prod, [learned, restricted], POLICY, 5)] == [learned]
+    assert [s.row for s in rank(prod, [learned, restricted], POLICY, 5).hints] == [learned]
     staging = query("pool exhausted", signals=["db_pool_saturation"], environment="staging")
-    assert len(rank(staging, [learned, restricted], POLICY, 5)) == 2
+    assert len(rank(staging, [learned, restricted], POLICY, 5).hints) == 2
+
+
+def test_categories_are_inferred_from_retrieved_records_and_named_as_alternatives() -> None:
+    pool = row("connection pool exhausted, all db connections busy", signals=["db_pool_saturation"])
+    pool2 = row("pool exhausted by a batch job holding connections", signals=["db_pool_saturation"], service="b")
+    tls = row("x509 certificate has expired for card-gateway", signals=["db_pool_saturation"],
+              category="certificate_expiry")
+    q = query("connection pool exhausted and x509 certificate has expired", signals=["db_pool_saturation"])
+    ranking = rank(q, [pool, pool2, tls], POLICY, 5)
+    assert set(ranking.categories) == {"db_connection_pool", "certificate_expiry"}
+    assert abs(sum(ranking.categories.values()) - 1.0) < 1e-3
+    assert ranking.categories["db_connection_pool"] > ranking.categories["certificate_expiry"]
+    ctx = WarningContext(now=NOW, stale_after_days=90, low_confidence_below=0.5, alert_categories={},
+                         tenant_misleading={}, inferred_categories=ranking.categories)
+    codes = {w.code: w.message for w in warnings_for(q, tls, 0.7, ctx)}
+    assert "db_connection_pool" in codes["alternative_root_causes"]
+
+
+def test_a_field_memory_has_no_vocabulary_for_does_not_dilute_the_text() -> None:
+    rec = row("x509 certificate has expired on the storage endpoints", signals=["tls_handshake_errors"],
+              service="storage", alert="StorageHTTPSErrors", category="certificate_expiry")
+    other = row("disk full on the ledger volume", signals=["disk_usage_high"], category="disk_full")
+    bare = query("x509 certificate has expired")
+    loaded = RankQuery(alert="TerminalsOffline", services=frozenset({"edge", "auth"}),
+                       signals=frozenset({"connection_failures", "login_errors"}), entities=frozenset({"gw-7"}),
+                       tokens=bare.tokens)
+    plain_rel = rank(bare, [rec, other], POLICY, 5).hints[0].relevance
+    loaded_hints = rank(loaded, [rec, other], POLICY, 5).hints
+    assert loaded_hints and loaded_hints[0].row is rec
+    assert abs(loaded_hints[0].relevance - plain_rel) < 1e-9
