@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -145,7 +146,7 @@ def test_a_lexical_reindex_reproduces_the_incremental_index(svc: GovernedService
                                        summary="broker stopped when its disk filled", root_cause="retention"))
     svc.memory.supersede(reviewer(tenant), uuid.UUID(family), {"summary": "disk filled by retention"}, "clearer")
 
-    def snapshot() -> tuple[list[object], list[object], list[object]]:
+    def snapshot() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
         with svc.db.tenant_transaction(tenant) as cur:
             cur.execute("SELECT family_id, version, lexemes, doc_length FROM version_search ORDER BY 1, 2")
             rows = cur.fetchall()
