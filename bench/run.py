@@ -263,7 +263,8 @@ def briefing_bench(settings: Settings) -> dict[str, Any]:
                     load_records(db_url, f"bench-o{t}", loaded["others"] // 9, per, 100 + t)
                 loaded["others"] = loaded["others"] + per * 9
             with psycopg.connect(owner_url, autocommit=True) as conn:
-                conn.execute("VACUUM (ANALYZE) memory_versions, memory_families")
+                conn.execute("VACUUM (ANALYZE) memory_versions, memory_families, version_search, lexeme_stats,"
+                             " search_corpus")
                 conn.execute("CHECKPOINT")  # measure steady state, not the flush of the bulk load
             log(f"briefing: {total} records loaded in {time.perf_counter() - start:.0f}s")
             qs = queries(300)

@@ -14,7 +14,7 @@ from services.lexicon.analyzer import tsquery_any
 from services.lexicon.index import CorpusStats, selective
 
 BRANCH_LIMIT = 60  # per branch (ordered by recency or text rank); the union feeds the Python ranker
-TEXT_MATCH_CAP = 300  # full-text matches ranked per request (ts_rank is the costly part)
+TEXT_MATCH_CAP = 200  # full-text matches ranked per request (ts_rank is the costly part)
 
 # Candidate ids come from the SECURITY DEFINER function of migration 0005 (index-driven branches scoped to
 # the transaction's tenant; see there for why); the rows themselves are read here, under RLS.

@@ -107,14 +107,27 @@ def _weight(t: str, stats: CorpusStats) -> float:
     return w * GENERIC_WEIGHT if t in GENERIC_TERMS else w
 
 
-def _bm25_mass(asked: frozenset[str], row: dict[str, Any], stats: CorpusStats) -> float:
-    have = lexemes_of(row)
-    matched = asked & have
-    if not matched or stats.docs == 0:
+def _bm25_mass(weights: dict[str, float], have: frozenset[str], row: dict[str, Any], stats: CorpusStats) -> float:
+    matched = [w for t, w in weights.items() if t in have]
+    if not matched:
         return 0.0
     length = float(row.get("doc_length") or len(have) or 1)
     norm = (K1 + 1) / (1 + K1 * (1 - B + B * length / stats.avg_length))
-    return sum(_weight(t, stats) for t in matched) * norm
+    return sum(matched) * norm
+
+
+@dataclass(frozen=True)
+class TermWeights:
+    """The question's words and concepts with their weights, computed once per briefing."""
+
+    words: dict[str, float]
+    concepts: dict[str, float]
+
+    @classmethod
+    def of(cls, q: RankQuery, stats: CorpusStats) -> TermWeights:
+        if stats.docs == 0:
+            return cls({}, {})
+        return cls({t: _weight(t, stats) for t in q.words}, {t: _weight(t, stats) for t in q.concepts})
 
 
 def _saturate(mass: float, scale: float) -> float:
@@ -126,8 +139,10 @@ def _overlap(asked: frozenset[str], have: Iterable[str]) -> float:
 
 
 def channels(q: RankQuery, row: dict[str, Any], stats: CorpusStats, policy: RankPolicy,
-             semantic: float | None = None) -> dict[str, float]:
+             semantic: float | None = None, weights: TermWeights | None = None) -> dict[str, float]:
     """Each channel's strength in [0, 1] for this record."""
+    weights = weights or TermWeights.of(q, stats)
+    have = lexemes_of(row)
     structured = {
         "alert": 1.0 if q.alert and q.alert == row.get("alert_name") else 0.0,
         "signal": _overlap(q.signals, row.get("signals") or []),
@@ -138,8 +153,8 @@ def channels(q: RankQuery, row: dict[str, Any], stats: CorpusStats, policy: Rank
     if semantic is not None and policy.semantic_ceiling > policy.semantic_floor:
         sem = min(max((semantic - policy.semantic_floor) / (policy.semantic_ceiling - policy.semantic_floor), 0.0), 1.0)
     return {
-        "lexical": _saturate(_bm25_mass(q.words, row, stats), policy.lexical_scale),
-        "concept": _saturate(_bm25_mass(q.concepts, row, stats), policy.concept_scale),
+        "lexical": _saturate(_bm25_mass(weights.words, have, row, stats), policy.lexical_scale),
+        "concept": _saturate(_bm25_mass(weights.concepts, have, row, stats), policy.concept_scale),
         **structured,
         "misleading": MISLEADING_STRENGTH if q.signals & set(row.get("misleading_signals") or []) else 0.0,
         "semantic": sem,
@@ -204,8 +219,11 @@ def infer_categories(kept: list[Scored]) -> dict[str, float]:
 
 
 def score(q: RankQuery, row: dict[str, Any], policy: RankPolicy, stats: CorpusStats,
-          semantic: float | None = None) -> Scored:
-    parts = channels(q, row, stats, policy, semantic)
+          semantic: float | None = None, weights: TermWeights | None = None) -> Scored:
+    return _scored(q, row, policy, channels(q, row, stats, policy, semantic, weights))
+
+
+def _scored(q: RankQuery, row: dict[str, Any], policy: RankPolicy, parts: dict[str, float]) -> Scored:
     rel = fuse(parts)
     conf = adjusted_confidence(row)
     dec = decay(row, policy)
@@ -215,10 +233,6 @@ def score(q: RankQuery, row: dict[str, Any], policy: RankPolicy, stats: CorpusSt
                                        "relevance": round(rel, 4), "confidence": conf, "decay": round(dec, 4),
                                        "environment_fit": round(env, 3)}
     return Scored(row=row, score=round(rel * quality, 4), relevance=rel, confidence=conf, parts=explain)
-
-
-def _parts_of(s: Scored) -> dict[str, float]:
-    return {k.removeprefix("match_"): float(v) for k, v in s.parts.items() if k.startswith("match_")}
 
 
 @dataclass(frozen=True)
@@ -235,14 +249,15 @@ def rank(q: RankQuery, rows: list[dict[str, Any]], policy: RankPolicy, limit: in
     """`similarities`: embedding cosine per (family_id, version) when the semantic branch answered;
     `stats`: the tenant's BM25 statistics (default: those of `rows`)."""
     stats = stats if stats is not None else stats_from_rows(rows)
+    weights = TermWeights.of(q, stats)
     kept: list[Scored] = []
     for row in rows:
         if not applicable(q, row):
             continue
         sim = similarities.get((str(row["family_id"]), int(row["version"]))) if similarities else None
-        s = score(q, row, policy, stats, sim)
-        if is_specific(_parts_of(s)) and s.relevance >= policy.min_relevance:
-            kept.append(s)
+        parts = channels(q, row, stats, policy, sim, weights)
+        if is_specific(parts) and fuse(parts) >= policy.min_relevance:
+            kept.append(_scored(q, row, policy, parts))
     shares = infer_categories(kept)
     rule = f"relevance >= {policy.min_relevance} and a match beyond the service"
     for s in kept:

@@ -34,8 +34,10 @@ _jieba_lock = threading.Lock()
 _stemmer_local = threading.local()
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """English stem of a purely alphabetic word ("connections" -> "connect"); other tokens unchanged."""
+    """English stem of a purely alphabetic word ("connections" -> "connect"); other tokens unchanged.
+    Memoised: the pure-Python stemmer costs a quarter of a millisecond per word."""
     if not word.isascii() or not word.isalpha():
         return word
     stemmer = getattr(_stemmer_local, "stemmer", None)

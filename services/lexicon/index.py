@@ -120,8 +120,11 @@ def corpus_stats(cur: Cursor, lexemes: Sequence[str]) -> CorpusStats:
     return CorpusStats(docs=docs, avg_length=max(float(row["total_length"]) / docs, 1.0), df=df)
 
 
-def selective(stats: CorpusStats, lexemes: Sequence[str], max_share: float = 0.2, floor: int = 50) -> list[str]:
-    """Lexemes worth a full-text lookup: known to the index and not in most documents (a lexeme in
-    every fifth version matches too much to find anything; the ranker still scores it)."""
+def selective(stats: CorpusStats, lexemes: Sequence[str], max_share: float = 0.05, floor: int = 50,
+              most: int = 6) -> list[str]:
+    """Lexemes worth a full-text lookup: known to the index, in at most `max_share` of the versions
+    (or `floor`, for small tenants), the `most` rarest first. A common lexeme matches too much to find
+    anything; the ranker still scores it on the retrieved records."""
     limit = max(stats.docs * max_share, floor)
-    return [t for t in lexemes if 0 < stats.df.get(t, 0) <= limit]
+    known = [t for t in dict.fromkeys(lexemes) if 0 < stats.df.get(t, 0) <= limit]
+    return sorted(known, key=lambda t: (stats.df[t], t))[:most]
