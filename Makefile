@@ -24,7 +24,7 @@ demo: up  ## bring the stack up, replay the scenarios and demo incidents, print 
 	$(PY) -m replay.demo
 
 lint:  ## ruff
-	$(PY) -m ruff check schemas services replay tests
+	$(PY) -m ruff check schemas services replay tests bench
 
 typecheck:  ## mypy --strict
 	$(PY) -m mypy
@@ -35,8 +35,9 @@ unit:  ## pure tests, no services needed
 test: up lint typecheck  ## lint, typecheck, and every test against the real stack
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-replay: up  ## scenario corpora + memory-on/off release gate (exit 1 on any failure); HTML in replay/results/
+replay: up  ## scenario corpora, real postmortems vs BM25/embedding, memory-on/off gate (exit 1 on any failure)
 	$(PY) -m replay run ../shared/scenarios replay/scenarios --report replay/results/corpus.json
+	$(PY) -m replay realworld --report replay/results/realworld.json
 	$(PY) -m replay gate --corpus-report replay/results/corpus.json
 
 bench: up  ## benchmarks, JSON into bench/results/
