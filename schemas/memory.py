@@ -39,6 +39,7 @@ class ObservationItem(_Model):
 class HypothesisItem(_Model):
     hypothesis_id: str
     statement: str | None = None
+    statement_trust: str | None = None  # trust of the event that wrote the statement
     root_cause_category: str | None = None
     status: Literal["proposed", "verified", "refuted"] = "proposed"
     evidence_refs: list[UUID] = Field(default_factory=list)
@@ -58,6 +59,7 @@ class MisleadingItem(_Model):
     event_id: UUID
     signal: str
     reason: str
+    trust: str | None = None
 
 
 class Episode(_Model):
@@ -67,6 +69,7 @@ class Episode(_Model):
     project: str
     incident_id: str
     status: Literal["open", "resolved"] = "open"
+    opened_trust: str | None = None  # trust of the incident.opened event (its alert, services, scope)
     alert_name: str | None = None
     alert_labels: dict[str, str] = Field(default_factory=dict)
     title: str | None = None
@@ -86,6 +89,7 @@ class Episode(_Model):
     root_cause_category: str | None = None
     resolution_summary: str | None = None
     resolution: str | None = None
+    resolution_trust: str | None = None  # trust of the incident.resolved event (its text's provenance)
     resolution_refs: list[UUID] = Field(default_factory=list)
     resolved_event_id: UUID | None = None
     candidate_ids: list[UUID] = Field(default_factory=list)
@@ -101,6 +105,15 @@ class EvidenceRef(_Model):
     trust: str
     query: str | None = None
     signals: list[str] = Field(default_factory=list)
+
+
+class QuotedText(_Model):
+    """Authored text from an untrusted event: shown to reviewers as a quote, never promoted or indexed."""
+
+    event_id: UUID | None = None
+    field: str
+    text: str
+    trust: str
 
 
 class VerifyCheck(_Model):
@@ -137,6 +150,10 @@ class CandidateDraft(_Model):
     observed_at: datetime | None = None
     last_verified_at: datetime | None = None
     resolution: str | None = None
+    # set when authored text (resolution, hypothesis) came from untrusted_text: the reviewer must write
+    # the summary; the text itself is only quoted
+    untrusted_text_quoted: bool = False
+    quoted: list[QuotedText] = Field(default_factory=list)
 
 
 class VersionContent(_Model):

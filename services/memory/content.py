@@ -18,7 +18,7 @@ def cap_authority(c: VersionContent) -> VersionContent:
 
 def from_draft(draft: CandidateDraft, edits: ApprovalEdits | None, valid_from: datetime) -> VersionContent:
     canonical = "\n".join(filter(None, [
-        f"Root cause: {draft.root_cause}",
+        f"Root cause: {draft.root_cause}" if draft.root_cause else "",
         f"Category: {draft.root_cause_category}" if draft.root_cause_category else "",
         f"Verified hypotheses: {'; '.join(draft.verified_hypotheses)}" if draft.verified_hypotheses else "",
         f"Resolution: {draft.resolution}" if draft.resolution else "",
@@ -26,7 +26,7 @@ def from_draft(draft: CandidateDraft, edits: ApprovalEdits | None, valid_from: d
     ]))
     content = VersionContent(
         memory_type=draft.memory_type, authority=draft.authority, summary=draft.summary,
-        canonical_content=canonical, root_cause=draft.root_cause, root_cause_category=draft.root_cause_category,
+        canonical_content=canonical, root_cause=draft.root_cause or None, root_cause_category=draft.root_cause_category,
         alert_name=draft.alert_name, services=draft.services, signals=draft.signals, entities=draft.entities,
         misleading_signals=draft.misleading_signals, source_incidents=draft.source_incidents,
         evidence=draft.evidence, verify_with=draft.verify_with, trust_mix=draft.trust_mix,

@@ -4,12 +4,16 @@ CONTRACT section 3: a candidate is produced only when the episode has a root cau
 one verified hypothesis whose evidence includes a `trusted_tool` observation of the same incident.
 When both the hypothesis and the resolution name a root-cause category they must agree.
 Text from `untrusted_text` events can be quoted as evidence but never contributes signals, never
-raises confidence and never lifts the authority above `clue`.
+raises confidence and never lifts the authority above `clue`. The same holds for authored text: a
+root cause, summary or hypothesis statement written by an `untrusted_text` event is never promoted
+into the candidate's summary, root cause, category or canonical content; it is kept as a quote
+(`quoted`), marks the candidate (`untrusted_text_quoted`) and the reviewer must write the summary.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 from schemas.memory import (
@@ -18,11 +22,14 @@ from schemas.memory import (
     EvidenceRef,
     HypothesisItem,
     ObservationItem,
+    QuotedText,
     VerifyCheck,
 )
 
 TRUSTED = "trusted_tool"
 UNTRUSTED = "untrusted_text"
+WITHHELD_SUMMARY = "Untrusted text withheld: the reviewer writes this summary (see the quoted text)."
+QUOTE_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -70,40 +77,74 @@ def build_draft(
     episode: Episode, backing: list[HypothesisItem], observations: dict[UUID, ObservationItem]
 ) -> CandidateDraft:
     evidence = _evidence(episode, backing, observations)
-    misleading = sorted({m.signal for m in episode.misleading_signals})
+    misleading = sorted({m.signal for m in episode.misleading_signals if m.trust != UNTRUSTED})
     trusted = [o for o in evidence if o.trust != UNTRUSTED]
     signals = _ordered_unique(s for o in trusted for s in o.signals if s not in misleading)
     entities = _ordered_unique(e for o in trusted for e in o.entities)
+    quoted = quotes(episode, backing)
     trust_mix: dict[str, int] = {}
     for o in evidence:
         trust_mix[o.trust] = trust_mix.get(o.trust, 0) + 1
+    if quoted:
+        trust_mix[UNTRUSTED] = trust_mix.get(UNTRUSTED, 0) + len(quoted)
     last_verified = max((h.judged_at for h in backing if h.judged_at), default=episode.resolved_at)
     assert episode.root_cause is not None
+    authored = episode.resolution_trust != UNTRUSTED
+    statements = [h for h in backing if h.statement_trust != UNTRUSTED]
     return CandidateDraft(
-        summary=episode.resolution_summary or episode.root_cause,
-        root_cause=episode.root_cause,
-        root_cause_category=episode.root_cause_category or backing[0].root_cause_category,
-        alert_name=episode.alert_name,
-        services=list(episode.services),
+        summary=(episode.resolution_summary or episode.root_cause) if authored else WITHHELD_SUMMARY,
+        root_cause=episode.root_cause if authored else "",
+        root_cause_category=(episode.root_cause_category if authored else None)
+        or next((h.root_cause_category for h in statements if h.root_cause_category), None),
+        **_scope(episode),
         signals=signals,
         entities=entities,
         misleading_signals=misleading,
-        environment=episode.environment,
-        cluster=episode.cluster,
-        version=episode.version,
-        topology_fingerprint=episode.topology_fingerprint,
         source_incidents=[episode.incident_id],
         evidence=[_evidence_ref(episode.incident_id, o) for o in evidence],
         verify_with=_checks(trusted),
         procedure=[a.action for a in episode.actions if a.outcome == "succeeded" and a.trust != UNTRUSTED],
-        verified_hypotheses=[h.statement for h in backing if h.statement],
+        verified_hypotheses=[h.statement for h in statements if h.statement],
         trust_mix=trust_mix,
         confidence=confidence(trusted_count=sum(1 for o in evidence if o.trust == TRUSTED),
                               untrusted_count=trust_mix.get(UNTRUSTED, 0)),
         observed_at=episode.opened_at,
         last_verified_at=last_verified,
-        resolution=episode.resolution,
+        resolution=episode.resolution if authored else None,
+        untrusted_text_quoted=bool(quoted),
+        quoted=quoted,
     )
+
+
+def _scope(episode: Episode) -> dict[str, Any]:
+    """Alert, services and environment as the incident was opened: promoted only from a trusted opening."""
+    if episode.opened_trust == UNTRUSTED:
+        return {"alert_name": None, "services": [], "environment": None, "cluster": None, "version": None,
+                "topology_fingerprint": None}
+    return {"alert_name": episode.alert_name, "services": list(episode.services), "environment": episode.environment,
+            "cluster": episode.cluster, "version": episode.version,
+            "topology_fingerprint": episode.topology_fingerprint}
+
+
+def quotes(episode: Episode, backing: list[HypothesisItem]) -> list[QuotedText]:
+    """Authored text written by untrusted events, kept only as quotes for the reviewer."""
+    out: list[QuotedText] = []
+    if episode.opened_trust == UNTRUSTED:
+        for name, text in (("alert", episode.alert_name), ("title", episode.title),
+                           ("services", ", ".join(episode.services))):
+            if text:
+                out.append(QuotedText(field=f"incident.opened {name}", text=text[:QUOTE_LIMIT], trust=UNTRUSTED))
+    if episode.resolution_trust == UNTRUSTED:
+        for name, text in (("root_cause", episode.root_cause), ("summary", episode.resolution_summary),
+                           ("resolution", episode.resolution), ("root_cause_category", episode.root_cause_category)):
+            if text:
+                out.append(QuotedText(event_id=episode.resolved_event_id, field=f"incident.resolved {name}",
+                                      text=text[:QUOTE_LIMIT], trust=UNTRUSTED))
+    for h in backing:
+        if h.statement and h.statement_trust == UNTRUSTED:
+            out.append(QuotedText(field=f"hypothesis {h.hypothesis_id} statement", text=h.statement[:QUOTE_LIMIT],
+                                  trust=UNTRUSTED))
+    return out
 
 
 def confidence(*, trusted_count: int, untrusted_count: int) -> float:

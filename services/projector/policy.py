@@ -92,14 +92,15 @@ def _apply(episode: Episode, event: L.LedgerRecord, payload: L.Payload, changes:
         case L.ObservationRecorded():
             _observed(episode, event, payload)
         case L.HypothesisProposed():
-            _proposed(episode, payload)
+            _proposed(episode, event, payload)
         case L.HypothesisJudged():
             _judged(episode, event, payload)
         case L.SignalMisleading():
-            episode.misleading_signals.append(
-                MisleadingItem(event_id=event.event_id, signal=payload.signal, reason=payload.reason))
-            changes.misleading.append(MisleadingSignal(
-                event.event_id, episode.incident_id, episode.project, payload.signal, payload.reason))
+            episode.misleading_signals.append(MisleadingItem(
+                event_id=event.event_id, signal=payload.signal, reason=payload.reason, trust=event.trust.value))
+            if event.trust != L.Trust.UNTRUSTED_TEXT:  # untrusted text cannot discredit a signal tenant-wide
+                changes.misleading.append(MisleadingSignal(
+                    event.event_id, episode.incident_id, episode.project, payload.signal, payload.reason))
         case L.ActionTaken():
             if len(episode.actions) < MAX_ACTIONS:
                 episode.actions.append(ActionItem(
@@ -111,6 +112,7 @@ def _apply(episode: Episode, event: L.LedgerRecord, payload: L.Payload, changes:
 
 
 def _opened(episode: Episode, event: L.LedgerRecord, p: L.IncidentOpened) -> None:
+    episode.opened_trust = event.trust.value
     episode.alert_name = p.alert.name
     episode.alert_labels = dict(p.alert.labels)
     episode.title = p.title or episode.title
@@ -133,9 +135,10 @@ def _observed(episode: Episode, event: L.LedgerRecord, p: L.ObservationRecorded)
     ))
 
 
-def _proposed(episode: Episode, p: L.HypothesisProposed) -> None:
+def _proposed(episode: Episode, event: L.LedgerRecord, p: L.HypothesisProposed) -> None:
     h = episode.hypotheses.setdefault(p.hypothesis_id, HypothesisItem(hypothesis_id=p.hypothesis_id))
     h.statement = p.statement
+    h.statement_trust = event.trust.value
     h.root_cause_category = p.root_cause_category or h.root_cause_category
 
 
@@ -153,6 +156,7 @@ def _resolved(episode: Episode, event: L.LedgerRecord, p: L.IncidentResolved) ->
     episode.root_cause_category = p.root_cause_category
     episode.resolution_summary = p.summary
     episode.resolution = p.resolution
+    episode.resolution_trust = event.trust.value
     episode.resolution_refs = list(p.evidence_refs)
     episode.services = _merge(episode.services, p.services or [])
     episode.resolved_event_id = event.event_id

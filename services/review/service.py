@@ -16,7 +16,7 @@ from uuid import UUID, uuid5
 
 from schemas.memory import ApprovalEdits, CandidateDraft, VersionContent
 from services.common.db import Cursor, Database, Row
-from services.common.errors import Conflict, Forbidden, NotFound
+from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from services.gateway.keys import Principal
 from services.memory import records as R
 from services.memory.content import from_draft, merge_into
@@ -32,6 +32,7 @@ def candidate_view(row: Row, proposal: dict[str, Any] | None = None) -> dict[str
         "candidate_id": row["candidate_id"], "incident_id": row["incident_id"], "project": row["project"],
         "memory_type": row["memory_type"], "summary": row["summary"], "state": state,
         "created_at": row["created_at"], "content": row["content"],
+        "untrusted_text_quoted": bool((row["content"] or {}).get("untrusted_text_quoted")),
         "review": {"reviewer": row.get("reviewer"), "note": row.get("note"), "decided_at": row.get("decided_at"),
                    "family_id": row.get("family_id"), "version": row.get("version")} if row.get("decision") else None,
         **({"proposal": proposal} if proposal is not None else {}),
@@ -110,6 +111,9 @@ class ReviewService:
         with self.db.tenant_transaction(tenant) as cur:
             row = self._candidate(cur, principal, candidate_id, lock=True)
             draft = CandidateDraft.model_validate(row["content"])
+            if draft.untrusted_text_quoted and (edits is None or edits.summary is None):
+                raise InvalidInput("this candidate's text came from untrusted_text and is only quoted: write the "
+                                   "summary yourself (edits.summary) to approve it", field="edits.summary")
             content = from_draft(draft, edits, valid_from=datetime.now(UTC))
             if content.owner is None:
                 content = content.model_copy(update={"owner": f"project:{row['project']}"})
