@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from schemas.ledger import ShortText, TenantName
+from schemas.guard import UnsafeInput, unsafe
+from schemas.ledger import BoundedTime, ShortText, TenantName
 from schemas.memory import ApprovalEdits
+
+LabelValue = Annotated[str, StringConstraints(max_length=1024)]
+Labels = Annotated[dict[ShortText, LabelValue], Field(max_length=64)]
 
 
 class _Req(BaseModel):
+    """Every request body: unknown fields rejected, and no control characters, lone surrogates, huge
+    integers or deep nesting anywhere in it (schemas.guard); errors name the field."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _safe(cls, data: Any) -> Any:
+        problem = unsafe(data)
+        if problem is not None:
+            raise UnsafeInput(problem)
+        return data
 
 
 class ApiKeyRequest(_Req):
@@ -42,7 +57,7 @@ class SupersedeRequest(_Req):
     reason: str = Field(min_length=1, max_length=4000)
     root_cause: str | None = Field(default=None, max_length=4000)
     canonical_content: str | None = Field(default=None, max_length=8000)
-    valid_until: datetime | None = None
+    valid_until: BoundedTime | None = None
     environment: str | None = None
     cluster: str | None = None
     version_range: str | None = None
@@ -60,7 +75,7 @@ class RollbackRequest(_Req):
 
 class BriefingAlert(_Req):
     name: ShortText
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
 
 
 class BriefingRequest(_Req):

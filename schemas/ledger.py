@@ -15,15 +15,35 @@ from uuid import UUID
 
 import orjson
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
     StringConstraints,
     ValidationError,
-    field_validator,
 )
 
+from schemas.guard import unsafe
+
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+
+
+def _bounded(value: datetime) -> datetime:
+    """In UTC and within [1970, 9000): every stored time can be read back, shifted and compared
+    (year 1 or 9999 with an offset overflows once normalised)."""
+    try:
+        utc = value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise ValueError("time out of range (1970-01-01 to 8999-12-31)") from None
+    if not EARLIEST <= utc < LATEST:
+        raise ValueError("time out of range (1970-01-01 to 8999-12-31)")
+    return utc
+
+
+# every time that enters through the API or the ledger: timezone-aware, normalised to UTC, bounded
+BoundedTime = Annotated[AwareDatetime, AfterValidator(_bounded)]
 IncidentId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
 TenantName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]{1,64}$")]
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -69,7 +89,8 @@ class Writer(_Strict):
 class Alert(_Strict):
     name: ShortText
     severity: ShortText | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: Annotated[dict[ShortText, Annotated[str, StringConstraints(max_length=1024)]],
+                      Field(max_length=64)] = Field(default_factory=dict)
 
 
 class IncidentOpened(_Payload):
@@ -169,7 +190,7 @@ class SubmittedEvent(_Strict):
     tenant: TenantName | None = None
     project: TenantName | None = None
     incident_id: IncidentId
-    occurred_at: AwareDatetime
+    occurred_at: BoundedTime
     writer: Writer
     trust: Trust
     payload: dict[str, Any]
@@ -183,15 +204,10 @@ class LedgerEvent(_Strict):
     tenant: TenantName
     project: TenantName
     incident_id: IncidentId
-    occurred_at: AwareDatetime
+    occurred_at: BoundedTime
     writer: Writer
     trust: Trust
     payload: dict[str, Any]
-
-    @field_validator("occurred_at")
-    @classmethod
-    def _to_utc(cls, value: datetime) -> datetime:
-        return value.astimezone(UTC)
 
     @property
     def kafka_key(self) -> bytes:
@@ -251,33 +267,13 @@ def _first_error(exc: ValidationError, prefix: str = "") -> LedgerValidationErro
     return LedgerValidationError(field, str(err["msg"]))
 
 
-def find_nul(value: object, path: str = "") -> str | None:
-    """Path of the first string (or key) holding a NUL character; PostgreSQL text and jsonb reject it."""
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if "\x00" in str(key):
-                return where
-            found = find_nul(item, where)
-            if found is not None:
-                return found
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            found = find_nul(item, f"{path}.{i}" if path else str(i))
-            if found is not None:
-                return found
-    return None
-
-
 def parse_submitted_event(raw: object) -> SubmittedEvent:
     """Validate the envelope and its type-specific payload, or raise LedgerValidationError."""
     if not isinstance(raw, dict):
         raise LedgerValidationError("", "an event must be a JSON object")
-    nul = find_nul(raw)
-    if nul is not None:
-        raise LedgerValidationError(nul, "text must not contain NUL characters")
+    problem = unsafe(raw)
+    if problem is not None:
+        raise LedgerValidationError(problem.path, problem.reason)
     try:
         event = SubmittedEvent.model_validate(raw)
     except ValidationError as exc:

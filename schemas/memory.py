@@ -12,6 +12,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from schemas.ledger import BoundedTime
+
 MAX_OBSERVATIONS = 200
 MAX_ACTIONS = 50
 
@@ -189,10 +191,10 @@ class VersionContent(_Model):
     version_range: str | None = None
     topology_fingerprint: str | None = None
     applicability_restricted: bool = False
-    observed_at: datetime | None = None
-    valid_from: datetime
-    valid_until: datetime | None = None
-    last_verified_at: datetime | None = None
+    observed_at: BoundedTime | None = None
+    valid_from: BoundedTime
+    valid_until: BoundedTime | None = None
+    last_verified_at: BoundedTime | None = None
 
 
 class Applicability(_Model):
@@ -204,7 +206,7 @@ class Applicability(_Model):
 
 class ApprovalEdits(_Model):
     summary: str | None = Field(default=None, min_length=1, max_length=4000)
-    valid_until: datetime | None = None
+    valid_until: BoundedTime | None = None
     applicability: Applicability | None = None
     level: Literal["long", "permanent"] | None = None
     authority: Authority | None = None

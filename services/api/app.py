@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
+from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
+from schemas.guard import Problem, UnsafeInput, text_problem
 from services.api import ui
 from services.api.deps import Services
 from services.api.metrics import REQUEST_SECONDS
@@ -33,6 +38,8 @@ from services.gateway.service import LedgerGateway
 from services.memory.service import MemoryService
 from services.projector.queries import EpisodeQueries
 from services.review.service import ReviewService
+
+log = logging.getLogger("opslore.api")
 
 
 def build_services(settings: Settings) -> Services:
@@ -76,6 +83,22 @@ def _field_of(loc: tuple[Any, ...]) -> str:
     return out or "body"
 
 
+def query_problem(request: Request) -> Problem | None:
+    """Control characters in the path or the query, or a query parameter given twice."""
+    reason = text_problem(request.url.path)
+    if reason:
+        return Problem("path", reason)
+    seen: set[str] = set()
+    for key, value in request.query_params.multi_items():
+        if key in seen:
+            return Problem(key, "query parameter given more than once")
+        seen.add(key)
+        reason = text_problem(key) or text_problem(value)
+        if reason:
+            return Problem(key, reason)
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(OpsloreError)
     async def _opslore(_: Request, exc: OpsloreError) -> JSONResponse:
@@ -85,11 +108,31 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         err = exc.errors()[0]
         field = _field_of(tuple(err.get("loc", ())))
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, UnsafeInput):  # the guard names the part of the value that is unsafe
+            inner = cause.problem.path
+            field = (f"{field}{inner}" if inner.startswith("[") else f"{field}.{inner}") if field != "body" and inner \
+                else (inner or field)
+            return _error(422, "invalid", f"{field}: {cause.problem.reason}", field)
         return _error(422, "invalid", f"{field}: {err.get('msg')}", field)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(exc.status_code, "http_error", str(exc.detail))
+
+    @app.exception_handler(psycopg.OperationalError)
+    @app.exception_handler(PoolTimeout)
+    async def _database_down(_: Request, exc: Exception) -> JSONResponse:
+        log.warning("database unavailable: %s", exc)
+        response = _error(503, "unavailable", "the database is unavailable; retry shortly")
+        response.headers["Retry-After"] = "5"
+        return response
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        request_id = uuid.uuid4().hex
+        log.error("unexpected error %s on %s %s", request_id, request.method, request.url.path, exc_info=exc)
+        return _error(500, "internal", f"unexpected error; request id {request_id}")
 
 
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
@@ -105,6 +148,13 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
 
     app = FastAPI(title="opslore", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
+
+    @app.middleware("http")
+    async def _guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        problem = query_problem(request)
+        if problem is not None:
+            return _error(422, "invalid", f"{problem.path}: {problem.reason}", problem.path)
+        return await call_next(request)
 
     @app.middleware("http")
     async def _timing(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

@@ -47,3 +47,10 @@ class Unavailable(OpsloreError):
 
     status = 503
     code = "unavailable"
+
+
+class TooLarge(OpsloreError):
+    """The request or one of its parts exceeds a size limit; nothing was written. Retrying cannot help."""
+
+    status = 413
+    code = "too_large"

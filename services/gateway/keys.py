@@ -67,6 +67,8 @@ class ApiKeyService:
     def authenticate(self, bearer: str | None) -> Principal:
         if not bearer:
             raise Unauthenticated("missing Authorization: Bearer <api key>")
+        if not bearer.isascii() or not bearer.isprintable() or len(bearer) > 512:
+            raise Unauthenticated("malformed API key")  # keys are short printable ASCII; anything else is none
         if self.admin_token and hmac.compare_digest(bearer, self.admin_token):
             return Principal(key_id=None, tenant=None, project=None, role="admin", bootstrap=True)
         with self.db.transaction() as cur:

@@ -23,7 +23,7 @@ from schemas.ledger import (
     bind_event,
     parse_submitted_event,
 )
-from services.common.errors import Forbidden, InvalidInput, Unavailable
+from services.common.errors import Forbidden, InvalidInput, TooLarge, Unavailable
 from services.gateway.keys import Principal
 
 MAX_BATCH = 1000
@@ -74,6 +74,10 @@ def validate_request(body: Any, principal: Principal, now: datetime) -> list[Led
     return records
 
 
+# one ledger event, serialised: below the broker's default message.max.bytes (1 MiB) with room for headers
+MAX_EVENT_BYTES = 900_000
+
+
 class LedgerGateway:
     def __init__(self, producer: KafkaProducer, topic: str) -> None:
         self.producer = producer
@@ -87,12 +91,16 @@ class LedgerGateway:
         return records
 
     def produce(self, records: Sequence[LedgerRecord]) -> None:
+        values = [r.to_json() for r in records]
+        for i, value in enumerate(values):  # checked before the transaction: a rejected batch appends nothing
+            if len(value) > MAX_EVENT_BYTES:
+                raise TooLarge(f"event {i} is {len(value)} bytes; the ledger takes at most {MAX_EVENT_BYTES}",
+                               field=f"events[{i}]")
         with self._lock:
             try:
                 self.producer.begin_transaction()
-                futures = [
-                    self.producer.send(self.topic, key=r.kafka_key, value=r.to_json()) for r in records
-                ]
+                futures = [self.producer.send(self.topic, key=r.kafka_key, value=v)
+                           for r, v in zip(records, values, strict=True)]
                 self.producer.commit_transaction()
                 for f in futures:
                     f.get(timeout=30)

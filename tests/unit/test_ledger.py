@@ -33,7 +33,7 @@ def test_valid_event_parses_and_binds_scope() -> None:
     (lambda e: e["payload"].pop("summary"), "payload.summary"),
     (lambda e: e.update(surprise=1), "surprise"),
     (lambda e: e["payload"].update(summary="a\x00b"), "payload.summary"),
-    (lambda e: e["payload"].update(extra_field=["ok", "\x00"]), "payload.extra_field.1"),
+    (lambda e: e["payload"].update(extra_field=["ok", "\x00"]), "payload.extra_field[1]"),
 ])
 def test_invalid_event_names_the_field(mutate, field) -> None:
     raw = raw_event("observation.recorded", "INC-1", {"source": "logs", "summary": "boom"})

@@ -1,0 +1,82 @@
+"""One check for every JSON value that enters (request bodies, ledger events, query and path values).
+
+PostgreSQL text and jsonb reject NUL; orjson cannot encode integers beyond 64 bits; a lone surrogate
+cannot be encoded as UTF-8; deep nesting exhausts the stack; megabytes in one label cost seconds of CPU.
+`unsafe(value)` finds the first such problem and names where it is, so the caller answers 422 naming the
+field and writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_DEPTH = 32
+MAX_ITEMS = 10_000  # per object or array
+MAX_STRING = 65_536  # characters, for any string the models do not bound more tightly
+MAX_INT = 2**63 - 1
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, newline and carriage return are text
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    reason: str
+
+
+class UnsafeInput(ValueError):
+    """Raised inside model validation; carries the offending path relative to the validated value."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(f"{problem.path or 'body'}: {problem.reason}")
+        self.problem = problem
+
+
+def text_problem(value: str) -> str | None:
+    if len(value) > MAX_STRING:
+        return f"text longer than {MAX_STRING} characters"
+    if _CONTROL.search(value):
+        return "text must not contain NUL or other control characters"
+    if _SURROGATE.search(value):
+        return "text must be valid Unicode (a lone surrogate was found)"
+    return None
+
+
+def _join(path: str, key: object) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def unsafe(value: object, path: str = "", depth: int = 0) -> Problem | None:
+    """The first unsafe part of a JSON-like value, or None."""
+    if isinstance(value, str):
+        reason = text_problem(value)
+        return Problem(path, reason) if reason else None
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return None
+    if isinstance(value, int):
+        return None if -MAX_INT - 1 <= value <= MAX_INT else Problem(path, "integer outside the 64-bit range")
+    if depth >= MAX_DEPTH and isinstance(value, dict | list):
+        return Problem(path, f"nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, dict):
+        return _unsafe_items(((k, k, v) for k, v in value.items()), len(value), path, depth, keys=True)
+    if isinstance(value, list):
+        return _unsafe_items(((i, None, v) for i, v in enumerate(value)), len(value), path, depth, keys=False)
+    return None
+
+
+def _unsafe_items(items: object, count: int, path: str, depth: int, *, keys: bool) -> Problem | None:
+    if count > MAX_ITEMS:
+        return Problem(path, f"more than {MAX_ITEMS} items")
+    for where, key, item in items:  # type: ignore[attr-defined]
+        here = _join(path, where)
+        if keys:
+            reason = text_problem(str(key))
+            if reason:
+                return Problem(here, f"key: {reason}")
+        found = unsafe(item, here, depth + 1)
+        if found is not None:
+            return found
+    return None
