@@ -32,7 +32,7 @@ from schemas.api import BriefingRequest
 from schemas.memory import VersionContent
 from services.briefing.service import BriefingService
 from services.common.db import Database
-from services.common.kafka import LEDGER_TOPIC_CONFIG, transactional_producer
+from services.common.kafka import LEDGER_TOPIC_CONFIG, producer_factory
 from services.common.migrate import apply_migrations
 from services.common.settings import Settings, get_settings
 from services.gateway.keys import Principal
@@ -89,7 +89,7 @@ def fresh_topic(settings: Settings, partitions: int = 6) -> str:
 
 
 def produce(settings: Settings, topic: str, events: int) -> dict[str, Any]:
-    gateway = LedgerGateway(transactional_producer(settings, "bench"), topic)
+    gateway = LedgerGateway(producer_factory(settings, "bench"), topic)
     start, batch, sent = time.perf_counter(), [], 0
     for rec in ledger(events, tenants=20):
         batch.append(rec)
@@ -99,7 +99,7 @@ def produce(settings: Settings, topic: str, events: int) -> dict[str, Any]:
     if batch:
         gateway.produce(batch)
         sent += len(batch)
-    gateway.producer.close()
+    gateway.close()
     seconds = time.perf_counter() - start
     return {"events": sent, "seconds": round(seconds, 2), "events_per_s": round(sent / seconds)}
 

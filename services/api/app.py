@@ -22,6 +22,7 @@ from schemas.guard import Problem, UnsafeInput, text_problem
 from services.api import ui
 from services.api.deps import Services
 from services.api.metrics import REQUEST_SECONDS
+from services.api.readiness import ReadinessProbe
 from services.api.routes import router
 from services.briefing.semantic import SemanticIndex, make_embedder
 from services.briefing.service import BriefingService
@@ -31,7 +32,7 @@ from services.collectors.signals import load_rules
 from services.collectors.verify import HintVerifier, VerificationService
 from services.common.db import Database
 from services.common.errors import OpsloreError
-from services.common.kafka import ensure_topics, transactional_producer
+from services.common.kafka import ensure_topics, producer_factory
 from services.common.settings import Settings, get_settings
 from services.gateway.keys import ApiKeyService
 from services.gateway.service import LedgerGateway
@@ -46,7 +47,7 @@ def build_services(settings: Settings) -> Services:
     db = Database(settings.database_url, max_size=16)
     db.open()
     ensure_topics(settings)
-    gateway = LedgerGateway(transactional_producer(settings, "opslore-gateway"), settings.topic)
+    gateway = LedgerGateway(producer_factory(settings, "opslore-gateway"), settings.topic)
     embedder = make_embedder(settings.embedding)
     semantic = SemanticIndex(embedder) if embedder is not None else None
     memory = MemoryService(db, semantic)
@@ -55,6 +56,7 @@ def build_services(settings: Settings) -> Services:
         memory=memory, review=ReviewService(db, memory), briefing=BriefingService(db, settings, gateway, semantic),
         episodes=EpisodeQueries(db),
         verification=VerificationService(db, gateway, build_verifier(settings)),
+        readiness=ReadinessProbe(db, settings),
     )
 
 
@@ -102,7 +104,10 @@ def query_problem(request: Request) -> Problem | None:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(OpsloreError)
     async def _opslore(_: Request, exc: OpsloreError) -> JSONResponse:
-        return _error(exc.status, exc.code, exc.message, exc.field)
+        response = _error(exc.status, exc.code, exc.message, exc.field)
+        if exc.status == 503:
+            response.headers["Retry-After"] = "5"
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -143,7 +148,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         app.state.services = services or build_services(settings)
         yield
         if services is None:
-            app.state.services.gateway.producer.close()
+            app.state.services.gateway.close()
+            app.state.services.readiness.close()
             app.state.services.db.close()
 
     app = FastAPI(title="opslore", version="0.1.0", lifespan=lifespan)

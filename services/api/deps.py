@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
+from services.api.readiness import ReadinessProbe
 from services.briefing.service import BriefingService
 from services.collectors.verify import VerificationService
 from services.common.db import Database
@@ -29,6 +30,7 @@ class Services:
     briefing: BriefingService
     episodes: EpisodeQueries
     verification: VerificationService
+    readiness: ReadinessProbe
 
 
 def services(request: Request) -> Services:

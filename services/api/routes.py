@@ -7,7 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from fastapi import APIRouter, Body, Response
-from fastapi.responses import PlainTextResponse, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from schemas.api import (
@@ -28,10 +28,16 @@ router = APIRouter()
 
 
 @router.get("/healthz")
-def healthz(svc: Svc) -> dict[str, Any]:
-    with svc.db.transaction() as cur:
-        cur.execute("SELECT 1 AS ok")
+def healthz() -> dict[str, Any]:
+    """Liveness: the process answers. Dependencies are /readyz's business."""
     return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz(svc: Svc) -> JSONResponse:
+    """200 only when PostgreSQL and Kafka answer and the projector's lag is under the threshold."""
+    result = svc.readiness.check()
+    return JSONResponse(result.to_json(), status_code=200 if result.ready else 503)
 
 
 @router.get("/metrics")

@@ -40,6 +40,10 @@ class Database:
             kwargs={"row_factory": dict_row, "autocommit": False},
             connection_class=psycopg.Connection[DictRow],
             open=False,
+            # a connection broken by a PostgreSQL restart is found and replaced before it is handed out
+            check=ConnectionPool.check_connection,
+            timeout=5.0,  # waiting for a connection: fail (503) rather than hang when the database is gone
+            reconnect_timeout=0,  # keep trying to reconnect for as long as the database is away
         )
 
     def open(self) -> None:

@@ -24,6 +24,7 @@ class Settings(BaseSettings):
     dlq_topic: str = "evidence-ledger-dlq"
     topic_partitions: int = 6
     consumer_group: str = "opslore-projector"
+    ready_max_lag: int = 10_000  # /readyz fails when the projector is further behind the ledger than this
     admin_token: str = Field(default="", repr=False)
     api_host: str = "127.0.0.1"
     api_port: int = 9001

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +24,7 @@ from schemas.ledger import (
     parse_submitted_event,
 )
 from services.common.errors import Forbidden, InvalidInput, TooLarge, Unavailable
+from services.common.kafka import COMMIT_SECONDS, commit_within
 from services.gateway.keys import Principal
 
 MAX_BATCH = 1000
@@ -79,10 +80,25 @@ MAX_EVENT_BYTES = 900_000
 
 
 class LedgerGateway:
-    def __init__(self, producer: KafkaProducer, topic: str) -> None:
-        self.producer = producer
+    """Appends validated events to the ledger, one Kafka transaction per request.
+
+    Failure handling: requests wait at most LOCK_SECONDS for the producer (one transaction at a time),
+    the producer's own waits are bounded (services.common.kafka.PRODUCER_TIMEOUTS, commit_within), and
+    any Kafka error answers 503 and discards the producer; the next request creates a new one with the
+    same transactional id, which fences the old one, so the gateway heals as soon as the broker is back.
+    """
+
+    LOCK_SECONDS = 5.0
+
+    def __init__(self, producer_factory: Callable[[], KafkaProducer], topic: str) -> None:
+        self._factory = producer_factory
+        self._producer: KafkaProducer | None = None
         self.topic = topic
         self._lock = threading.Lock()  # one Kafka transaction at a time per producer
+
+    def close(self) -> None:
+        with self._lock:
+            self._discard(timeout=5)
 
     def append(self, body: Any, principal: Principal) -> list[LedgerRecord]:
         principal.require("agent")
@@ -96,18 +112,25 @@ class LedgerGateway:
             if len(value) > MAX_EVENT_BYTES:
                 raise TooLarge(f"event {i} is {len(value)} bytes; the ledger takes at most {MAX_EVENT_BYTES}",
                                field=f"events[{i}]")
-        with self._lock:
-            try:
-                self.producer.begin_transaction()
-                futures = [self.producer.send(self.topic, key=r.kafka_key, value=v)
-                           for r, v in zip(records, values, strict=True)]
-                self.producer.commit_transaction()
-                for f in futures:
-                    f.get(timeout=30)
-            except KafkaError as exc:
-                self._abort()
-                raise Unavailable(f"the ledger did not accept the events: {exc}") from exc
+        if not self._lock.acquire(timeout=self.LOCK_SECONDS):
+            raise Unavailable("the ledger is busy; retry shortly")
+        try:
+            producer = self._producer = self._producer or self._factory()
+            producer.begin_transaction()
+            futures = [producer.send(self.topic, key=r.kafka_key, value=v)
+                       for r, v in zip(records, values, strict=True)]
+            commit_within(producer)
+            for f in futures:
+                f.get(timeout=COMMIT_SECONDS)
+        except KafkaError as exc:
+            self._discard(timeout=0)
+            raise Unavailable(f"the ledger did not accept the events: {exc}") from exc
+        finally:
+            self._lock.release()
 
-    def _abort(self) -> None:
-        with contextlib.suppress(KafkaError):  # the transaction may already be fenced or aborted
-            self.producer.abort_transaction()
+    def _discard(self, timeout: float) -> None:
+        """Drop the producer; its successor (same transactional id) fences it and aborts what it left open."""
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                self._producer.close(timeout=timeout)
+            self._producer = None

@@ -20,6 +20,7 @@ A crash between 3 and 4 can repeat a dead-letter record; its key (topic/partitio
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
@@ -75,6 +76,9 @@ class _SeekToStoredOffsets(ConsumerRebalanceListener):  # type: ignore[misc]
         self.runner.seek_to_stored(list(assigned))
 
 
+RESTART_BACKOFF = (0.5, 10.0)  # seconds: first wait after a failure, and the cap
+
+
 class ProjectorRunner:
     def __init__(self, settings: Settings, db: Database, *, consumer_name: str | None = None) -> None:
         self.settings = settings
@@ -99,13 +103,26 @@ class ProjectorRunner:
             self.dlq.close()
 
     def run_forever(self) -> None:
+        """Poll until SIGTERM. When PostgreSQL or Kafka fails under it, the runner closes its consumer,
+        waits (backoff 0.5 s doubling to 10 s) and starts again: the new consumer seeks to the offsets stored
+        in PostgreSQL, so the batch that failed is read again, nothing is lost or applied twice, and no
+        operator has to restart the process."""
         signal.signal(signal.SIGTERM, lambda *_: self.stop_event.set())
-        self.start()
-        try:
-            while not self.stop_event.is_set():
-                self.poll_once()
-        finally:
-            self.close()
+        backoff = RESTART_BACKOFF[0]
+        while not self.stop_event.is_set():
+            try:
+                self.start()
+                while not self.stop_event.is_set():
+                    self.poll_once()
+                    backoff = RESTART_BACKOFF[0]
+            except Exception:
+                log.exception("projector loop failed; restarting from the stored offsets in %.1fs", backoff)
+                self.stop_event.wait(backoff)
+                backoff = min(backoff * 2, RESTART_BACKOFF[1])
+            finally:
+                with contextlib.suppress(Exception):
+                    self.close()
+                self.consumer = self.dlq = None
 
     def seek_to_stored(self, partitions: Sequence[TopicPartition]) -> None:
         assert self.consumer is not None

@@ -25,7 +25,7 @@ import pytest
 from kafka import KafkaConsumer
 
 from schemas.ledger import LedgerRecord
-from services.common.kafka import plain_producer, transactional_producer
+from services.common.kafka import plain_producer, producer_factory
 from services.common.settings import Settings
 from services.gateway.service import LedgerGateway
 from services.projector.runner import rebuild
@@ -53,12 +53,12 @@ def build_ledger(incidents_per_tenant: int = 60) -> list[LedgerRecord]:
 
 
 def produce(settings: Settings, topic: str, records: list[LedgerRecord]) -> None:
-    gateway = LedgerGateway(transactional_producer(settings, "test-gateway"), topic)
+    gateway = LedgerGateway(producer_factory(settings, "test-gateway"), topic)
     try:
         for start in range(0, len(records), 400):
             gateway.produce(records[start:start + 400])
     finally:
-        gateway.producer.close()
+        gateway.close()
 
 
 @contextmanager
