@@ -107,7 +107,8 @@ class ProjectorRunner:
         waits (backoff 0.5 s doubling to 10 s) and starts again: the new consumer seeks to the offsets stored
         in PostgreSQL, so the batch that failed is read again, nothing is lost or applied twice, and no
         operator has to restart the process."""
-        signal.signal(signal.SIGTERM, lambda *_: self.stop_event.set())
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, lambda *_: self.stop_event.set())
         backoff = RESTART_BACKOFF[0]
         while not self.stop_event.is_set():
             try:

@@ -188,3 +188,51 @@ def test_undecodable_record_goes_to_the_dead_letter_topic(
     assert "content_hash does not match" in reasons[1]
     assert reasons[4].startswith("projection failed")  # offsets 2-3 good, 4 the poison (after a txn marker)
     assert applied(db) == len(good)
+
+
+def test_the_loop_restarts_itself_after_failures_with_no_loss_and_no_double_apply(
+    settings: Settings, fresh_database: Callable[[], str], ledger: tuple[str, str, int],
+) -> None:
+    """A failure before the PostgreSQL commit (the batch must be read again) and one after it (the batch
+    must not be applied again): the runner restarts its consumer by itself and ends equal to a clean run."""
+    import threading
+
+    from services.common.db import Database
+    from services.projector.runner import ProjectorRunner
+
+    topic, dlq, total = ledger
+    clean_db, db_url = fresh_database(), fresh_database()
+    with projector(settings, clean_db, topic, dlq, f"clean-{uuid.uuid4().hex[:6]}") as proc:
+        wait_until_applied(clean_db, total, proc)
+    db = Database(db_url, max_size=2)
+    db.open()
+    runner = ProjectorRunner(settings.model_copy(update={"topic": topic, "dlq_topic": dlq,
+                                                         "consumer_group": f"loop-{uuid.uuid4().hex[:6]}"}), db)
+    failures = {"before_commit": 0, "after_commit": 0}
+    project, commit_kafka = runner._project, runner._commit_kafka
+
+    def failing_project(records: list[Any]) -> Any:
+        if failures["before_commit"] == 0 and applied(db_url) > 0:
+            failures["before_commit"] += 1
+            raise psycopg.OperationalError("simulated: the database went away mid-batch")
+        return project(records)
+
+    def failing_commit(offsets: dict[int, int]) -> None:
+        if failures["after_commit"] == 0 and applied(db_url) > total // 3:
+            failures["after_commit"] += 1
+            raise RuntimeError("simulated: crash after the projection committed")
+        commit_kafka(offsets)
+
+    runner._project, runner._commit_kafka = failing_project, failing_commit  # type: ignore[method-assign]
+    thread = threading.Thread(target=runner.run_forever, daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: applied(db_url) >= total, timeout=120, interval=0.2)
+        time.sleep(1.0)
+    finally:
+        runner.stop_event.set()
+        thread.join(timeout=30)
+        db.close()
+    assert failures == {"before_commit": 1, "after_commit": 1}
+    assert applied(db_url) == total
+    assert snapshot(db_url) == snapshot(clean_db)
