@@ -26,8 +26,7 @@ WITH picked AS (
 SELECT v.family_id, v.version, v.memory_type, v.alert_name, v.services, v.signals, v.entities,
        v.confidence, v.environment, v.cluster, v.version_range, v.topology_fingerprint,
        v.applicability_restricted, v.last_verified_at, v.observed_at, v.root_cause_category,
-       v.misleading_signals, s.doc_length,
-       ARRAY(SELECT x FROM unnest(s.lexemes) AS x WHERE x = ANY(%(tokens)s::text[])) AS lexemes,
+       v.misleading_signals, s.doc_length, s.lexemes,
        coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted
 FROM picked p
 JOIN memory_versions v ON v.family_id = p.family_id AND v.version = p.version
@@ -41,10 +40,10 @@ WHERE v.valid_from <= %(now)s AND (v.valid_until IS NULL OR v.valid_until > %(no
 def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], project: str | None,
                      now: datetime, stats: CorpusStats) -> list[Row]:
     """Bounded, index-driven branches (same service; same signals under the same alert; a requested
-    signal marked misleading; full text over the selective lexemes), unioned, then full rows. A row's
-    `lexemes` are only those it shares with the question (all the ranker needs; `doc_length` has the rest)."""
+    signal marked misleading; full text over the selective lexemes), unioned, then full rows with
+    their lexemes (the ranker's BM25 intersects them with the question's)."""
     cur.execute(_SQL, {
-        "tsq": tsquery_any(selective(stats, tokens)), "tokens": tokens, "now": now, "project": project,
+        "tsq": tsquery_any(selective(stats, tokens)), "now": now, "project": project,
         "alert": req.alert.name if req.alert else None, "services": req.services,
         "signals": req.signals, "limit": BRANCH_LIMIT, "text_cap": TEXT_MATCH_CAP,
     })
