@@ -5,7 +5,7 @@ export PYTHON := $(PY)
 export OPSLORE_ADMIN_TOKEN ?= opslore-dev-admin-token
 STACK := deploy/local/stack.sh
 
-.PHONY: help install up down demo test unit integration lint typecheck replay bench clean-state
+.PHONY: help install up down demo test unit integration lint typecheck replay bench chaos clean-state
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -42,6 +42,13 @@ replay: up  ## scenario corpora, real postmortems vs BM25/embedding, memory-on/o
 
 bench: up  ## benchmarks, JSON into bench/results/
 	$(PY) -m bench.run
+
+chaos: up  ## fuzz every endpoint from the OpenAPI schema (schemathesis; fails on any 5xx); outages run in make test
+	$(PY) -m pip install -q --disable-pip-version-check 'schemathesis>=4.3'
+	key=$$($(PY) -m services.cli.main keys chaos-$$(date +%s) --role reviewer --project default) && \
+	$(PY) -m schemathesis.cli run http://127.0.0.1:$${OPSLORE_API_PORT:-9001}/openapi.json \
+	  -H "Authorization: Bearer $$key" --checks not_a_server_error --max-examples $${CHAOS_EXAMPLES:-200} \
+	  --workers 2 --report junit --report-dir test-artifacts/chaos
 
 clean-state: down  ## remove the local stack's data (not the cached jars)
 	rm -rf /var/tmp/opslore
