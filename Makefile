@@ -47,8 +47,9 @@ chaos: up  ## fuzz every endpoint from the OpenAPI schema (schemathesis; fails o
 	$(PY) -m pip install -q --disable-pip-version-check 'schemathesis>=4.3'
 	key=$$($(PY) -m services.cli.main keys chaos-$$(date +%s) --role reviewer --project default) && \
 	$(PY) -m schemathesis.cli run http://127.0.0.1:$${OPSLORE_API_PORT:-9001}/openapi.json \
-	  -H "Authorization: Bearer $$key" --checks not_a_server_error --max-examples $${CHAOS_EXAMPLES:-200} \
+	  -H "Authorization: Bearer $$key" --checks not_a_server_error --max-examples $${CHAOS_EXAMPLES:-400} \
 	  --workers 2 --report junit --report-dir test-artifacts/chaos
+	$(PY) -m bench.chaos_kill  # SIGKILL the projector CHAOS_KILLS (20) times during CHAOS_EVENTS (100k) events
 
 clean-state: down  ## remove the local stack's data (not the cached jars)
 	rm -rf /var/tmp/opslore

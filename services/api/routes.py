@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Body, Response
+from fastapi import APIRouter, Body, Query, Response
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -23,8 +23,13 @@ from schemas.api import (
 )
 from services.api.deps import Caller, Svc
 from services.api.metrics import BRIEFING_HINTS, EVENTS_ACCEPTED
+from services.common.paging import DEFAULT_LIMIT, MAX_LIMIT, PageRequest
 
 router = APIRouter()
+
+
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description="page size")]
+Cursor = Annotated[str | None, Query(max_length=400, description="next_cursor of the previous page")]
 
 
 @router.get("/healthz")
@@ -71,9 +76,10 @@ def get_episode(incident_id: str, svc: Svc, caller: Caller) -> dict[str, Any]:
 
 
 @router.get("/v1/candidates")
-def list_candidates(svc: Svc, caller: Caller, state: str | None = None,
-                    incident_id: str | None = None) -> dict[str, Any]:
-    return {"candidates": svc.review.list_candidates(caller, state, incident_id)}
+def list_candidates(svc: Svc, caller: Caller, state: str | None = None, incident_id: str | None = None,
+                    limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
+    rows, next_cursor = svc.review.list_candidates(caller, state, incident_id, PageRequest.parse(limit, cursor))
+    return {"candidates": rows, "next_cursor": next_cursor}
 
 
 @router.get("/v1/candidates/{candidate_id}")
@@ -94,9 +100,10 @@ def reject(candidate_id: UUID, body: RejectRequest, svc: Svc, caller: Caller) ->
 
 
 @router.get("/v1/records")
-def list_records(svc: Svc, caller: Caller, incident_id: str | None = None,
-                 state: str | None = None) -> dict[str, Any]:
-    return {"records": svc.memory.list_records(caller, incident_id, state)}
+def list_records(svc: Svc, caller: Caller, incident_id: str | None = None, state: str | None = None,
+                 limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
+    rows, next_cursor = svc.memory.list_records(caller, incident_id, state, PageRequest.parse(limit, cursor))
+    return {"records": rows, "next_cursor": next_cursor}
 
 
 @router.get("/v1/records/{family_id}")

@@ -19,6 +19,7 @@ from fastapi.templating import Jinja2Templates
 from schemas.memory import ApprovalEdits
 from services.api.deps import Services, services
 from services.common.errors import Forbidden, OpsloreError, Unauthenticated
+from services.common.paging import MAX_LIMIT, PageRequest
 from services.gateway.keys import Principal
 from services.review.service import Resolution
 
@@ -93,7 +94,7 @@ def logout(request: Request, _: Csrf) -> Response:
 
 @router.get("/", response_class=HTMLResponse)
 def queue(request: Request, svc: Svc, who: Reviewer) -> HTMLResponse:
-    pending = svc.review.list_candidates(who, "pending", None)
+    pending, _ = svc.review.list_candidates(who, "pending", None, PageRequest(limit=MAX_LIMIT))
     return render(request, "queue.html", candidates=pending,
                   conflicts=[c for c in pending if (c.get("proposal") or {}).get("kind") == "conflict"])
 
@@ -148,7 +149,8 @@ def reject(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer, _: Csr
 
 @router.get("/records", response_class=HTMLResponse)
 def records(request: Request, svc: Svc, who: Reviewer) -> HTMLResponse:
-    return render(request, "records.html", records=svc.memory.list_records(who, None, None))
+    rows, _ = svc.memory.list_records(who, None, None, PageRequest(limit=MAX_LIMIT))
+    return render(request, "records.html", records=rows)
 
 
 @router.get("/records/{family_id}", response_class=HTMLResponse)

@@ -59,8 +59,19 @@ class OpsloreClient:
                 return None
             raise
 
+    def _all_pages(self, path: str, key: str, params: dict[str, str]) -> list[dict[str, Any]]:
+        """Every item of a paginated list (follows next_cursor)."""
+        items: list[dict[str, Any]] = []
+        query: dict[str, str] = dict(params)
+        while True:
+            body = self.request("GET", path, params=query)
+            items.extend(body[key])
+            if not body.get("next_cursor"):
+                return items
+            query = {**params, "cursor": str(body["next_cursor"])}
+
     def candidates(self, **params: str) -> list[dict[str, Any]]:
-        return list(self.request("GET", "/v1/candidates", params=params)["candidates"])
+        return self._all_pages("/v1/candidates", "candidates", params)
 
     def approve(self, candidate_id: str, **body: Any) -> dict[str, Any]:
         return dict(self.request("POST", f"/v1/candidates/{candidate_id}/approve", json=body))
@@ -69,7 +80,7 @@ class OpsloreClient:
         return dict(self.request("POST", f"/v1/candidates/{candidate_id}/reject", json={"reason": reason}))
 
     def records(self, **params: str) -> list[dict[str, Any]]:
-        return list(self.request("GET", "/v1/records", params=params)["records"])
+        return self._all_pages("/v1/records", "records", params)
 
     def record(self, family_id: str) -> dict[str, Any]:
         return dict(self.request("GET", f"/v1/records/{family_id}"))

@@ -15,6 +15,7 @@ from schemas.memory import VersionContent
 from services.briefing.semantic import SemanticIndex
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
+from services.common.paging import PageRequest, page
 from services.gateway.keys import Principal
 from services.lexicon import index as lexical
 from services.memory import records as R
@@ -24,7 +25,7 @@ TERMINAL_FAMILY_STATES = {"retracted", "expired"}
 
 
 def version_view(row: Row) -> dict[str, Any]:
-    hidden = {"tenant", "search_tokens"}
+    hidden = {"tenant", "search_tokens", "family_created_at"}
     return {k: v for k, v in row.items() if k not in hidden}
 
 
@@ -53,9 +54,12 @@ class MemoryService:
                 "current": current, "versions": versions, "usage": usage,
                 "audit": [{k: v for k, v in a.items() if k != "tenant"} for a in audit]}
 
-    def list_records(self, principal: Principal, incident_id: str | None, state: str | None) -> list[dict[str, Any]]:
+    def list_records(self, principal: Principal, incident_id: str | None, state: str | None,
+                     paging: PageRequest | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of families' current versions (oldest family first) and the cursor of the next page."""
         principal.require("agent")
-        sql = ["""SELECT v.*, f.state AS family_state FROM memory_families f
+        paging = paging or PageRequest()
+        sql = ["""SELECT v.*, f.state AS family_state, f.created_at AS family_created_at FROM memory_families f
                   JOIN memory_versions v ON v.family_id = f.family_id AND v.version = f.current_version
                   WHERE true"""]
         params: list[Any] = []
@@ -68,11 +72,13 @@ class MemoryService:
         if state:
             sql.append("AND v.state = %s")
             params.append(state)
-        sql.append("ORDER BY f.created_at, f.family_id LIMIT 500")
+        after, after_params = paging.sql("f.created_at", "f.family_id")
+        sql.append(f"{after} ORDER BY f.created_at, f.family_id LIMIT %s")
+        params += [*after_params, paging.limit + 1]
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             cur.execute(" ".join(sql), params)
-            rows = cur.fetchall()
-        return [version_view(r) for r in rows]
+            rows, cursor = page(cur.fetchall(), paging, "family_created_at", "family_id")
+        return [version_view(r) for r in rows], cursor
 
     def lineage(self, principal: Principal, family_id: UUID) -> dict[str, Any]:
         principal.require("agent")

@@ -17,6 +17,7 @@ from uuid import UUID, uuid5
 from schemas.memory import ApprovalEdits, CandidateDraft, VersionContent
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
+from services.common.paging import PageRequest, page
 from services.gateway.keys import Principal
 from services.memory import records as R
 from services.memory.content import from_draft, merge_into
@@ -68,8 +69,11 @@ class ReviewService:
         self.db = db
         self.memory = memory
 
-    def list_candidates(self, principal: Principal, state: str | None, incident_id: str | None) -> list[dict[str, Any]]:
+    def list_candidates(self, principal: Principal, state: str | None, incident_id: str | None,
+                        paging: PageRequest | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of candidates (oldest first) and the cursor of the next page."""
         principal.require("agent")
+        paging = paging or PageRequest()
         sql = ["""SELECT c.*, r.decision, r.reviewer, r.note, r.decided_at, r.family_id, r.version
                   FROM candidates c LEFT JOIN candidate_reviews r ON r.candidate_id = c.candidate_id WHERE true"""]
         params: list[Any] = []
@@ -82,11 +86,13 @@ class ReviewService:
         if state:
             sql.append("AND coalesce(r.decision, 'pending') = %s")
             params.append(state)
-        sql.append("ORDER BY c.created_at, c.candidate_id LIMIT 500")
+        after, after_params = paging.sql("c.created_at", "c.candidate_id")
+        sql.append(f"{after} ORDER BY c.created_at, c.candidate_id LIMIT %s")
+        params += [*after_params, paging.limit + 1]
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             cur.execute(" ".join(sql), params)
-            rows = cur.fetchall()
-            return [self._with_proposal(cur, r) for r in rows]
+            rows, cursor = page(cur.fetchall(), paging, "created_at", "candidate_id")
+            return [self._with_proposal(cur, r) for r in rows], cursor
 
     def get_candidate(self, principal: Principal, candidate_id: UUID) -> dict[str, Any]:
         principal.require("agent")

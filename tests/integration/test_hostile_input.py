@@ -26,8 +26,8 @@ def _pending(client: OpsloreClient, incident: str) -> dict[str, Any]:
     return eventually(lambda: client.candidates(incident_id=incident, state="pending"))[0]
 
 
-def _learn(client: OpsloreClient, incident: str, **edits: object) -> str:
-    client.append(resolved_incident(incident))
+def _learn(client: OpsloreClient, incident: str, category: str = "db_connection_pool", **edits: object) -> str:
+    client.append(resolved_incident(incident, category=category, signal=f"{category}_signal"))
     cand = eventually(lambda: client.candidates(incident_id=incident, state="pending"))
     return str(client.approve(str(cand[0]["candidate_id"]), note="t", edits=edits or None)["family_id"])
 
@@ -156,3 +156,25 @@ def test_unsafe_values_anywhere_are_422_naming_the_field(tenant_client: TenantFa
         assert status == 422, (path, field, status)
         assert got is not None and got.startswith(field), (path, field, got)
     assert client.episode("INC-G") is None  # nothing of the rejected events was appended
+
+
+def test_lists_are_paginated_with_an_opaque_cursor(tenant_client: TenantFactory) -> None:
+    client = tenant_client()
+    for i in range(5):
+        _learn(client, f"INC-L{i}", category=f"category_{i}")
+    seen: list[str] = []
+    page = client.request("GET", "/v1/records", params={"limit": 2})
+    while True:
+        assert len(page["records"]) <= 2
+        seen += [str(r["family_id"]) for r in page["records"]]
+        if not page["next_cursor"]:
+            break
+        page = client.request("GET", "/v1/records", params={"limit": 2, "cursor": page["next_cursor"]})
+    assert len(seen) == len(set(seen)) == 5
+    assert [str(r["family_id"]) for r in client.records()] == seen  # the SDK follows the cursor
+    cands = client.request("GET", "/v1/candidates", params={"limit": 3})
+    assert len(cands["candidates"]) == 3 and cands["next_cursor"]
+    for bad in ({"limit": 0}, {"limit": 501}, {"cursor": "not-a-cursor"}):
+        with pytest.raises(ApiError) as err:
+            client.request("GET", "/v1/records", params=bad)
+        assert err.value.status == 422 and err.value.field in ("limit", "cursor")
