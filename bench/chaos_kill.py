@@ -54,7 +54,10 @@ def kill_loop(settings: Settings, db_url: str, topic: str, producing: threading.
     start = time.perf_counter()
     while kills < KILLS:
         proc = start_projector(settings, db_url, topic, group)
-        time.sleep(rng.uniform(2.0, 6.0))  # long enough to join the group and project some batches
+        floor, deadline = applied(db_url), time.monotonic() + 60
+        while applied(db_url) == floor and time.monotonic() < deadline and (producing.is_alive() or floor < EVENTS):
+            time.sleep(0.05)  # wait until this run has committed at least one batch ...
+        time.sleep(rng.uniform(0.0, 1.5))  # ... then kill it at a random moment, mid-batch as often as not
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         kills += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -104,52 +105,48 @@ def projector_rebuild() -> None:
     console.print("projection emptied; restart the projector to rebuild from offset 0")
 
 
+def _each_tenant(tenants: list[str] | None, work: Callable[[Any, str], dict[str, Any]]) -> None:
+    """Run a maintenance step for the given tenants, or every tenant that holds memory."""
+    from services.common.db import Database
+
+    db = Database(get_settings().database_url, max_size=2)
+    db.open()
+    try:
+        with db.transaction() as cur:
+            cur.execute("SELECT opslore_memory_tenants() AS tenant")
+            found = [r["tenant"] for r in cur.fetchall()]
+        for t in tenants or found:
+            console.print(work(db, t))
+    finally:
+        db.close()
+
+
+TenantOption = Annotated[list[str] | None, typer.Option(help="tenant (repeatable); default: every tenant")]
+
+
 @index_app.command("reindex")
 def index_reindex(
-    model: Annotated[str, typer.Option(help="embedder: hash-ngram")] = "hash-ngram",
-    tenant: Annotated[list[str] | None, typer.Option(help="tenant (repeatable); default: every tenant")] = None,
+    model: Annotated[str, typer.Option(help="embedder: e5-small or hash-ngram")] = "hash-ngram",
+    tenant: TenantOption = None,
     activate: Annotated[bool, typer.Option(help="serve from the new vectors once they are complete")] = False,
 ) -> None:
     """Compute a model's vectors for every current record version; the old model serves until --activate."""
     from services.briefing.semantic import SemanticIndex, make_embedder, reindex
-    from services.common.db import Database
 
-    s = get_settings()
     embedder = make_embedder(model)
     if embedder is None:
         raise typer.BadParameter("choose an embedding model to index")
-    db = Database(s.database_url, max_size=2)
-    db.open()
-    try:
-        with db.transaction() as cur:
-            cur.execute("SELECT opslore_memory_tenants() AS tenant")
-            tenants = tenant or [r["tenant"] for r in cur.fetchall()]
-        for t in tenants:
-            console.print(reindex(db, SemanticIndex(embedder), t, activate=activate))
-    finally:
-        db.close()
+    index = SemanticIndex(embedder)
+    _each_tenant(tenant, lambda db, t: reindex(db, index, t, activate=activate))
 
 
 @index_app.command("reindex-lexical")
-def index_reindex_lexical(
-    tenant: Annotated[list[str] | None, typer.Option(help="tenant (repeatable); default: every tenant")] = None,
-) -> None:
+def index_reindex_lexical(tenant: TenantOption = None) -> None:
     """Rebuild the lexical index with the current analyzer and alias dictionary (run after changing
     OPSLORE_ALIAS_FILE or upgrading); each tenant is swapped in one transaction."""
-    from services.common.db import Database
     from services.memory.service import reindex_lexical
 
-    s = get_settings()
-    db = Database(s.database_url, max_size=2)
-    db.open()
-    try:
-        with db.transaction() as cur:
-            cur.execute("SELECT opslore_memory_tenants() AS tenant")
-            tenants = tenant or [r["tenant"] for r in cur.fetchall()]
-        for t in tenants:
-            console.print(reindex_lexical(db, t))
-    finally:
-        db.close()
+    _each_tenant(tenant, reindex_lexical)
 
 
 @ledger_app.command("export")
