@@ -19,6 +19,8 @@ from services.common.db import Database
 from services.common.settings import Settings
 from services.projector import store
 
+KAFKA_CHECK_SECONDS = 3.0
+
 
 @dataclass
 class Readiness:
@@ -62,21 +64,37 @@ class ReadinessProbe:
         return offsets
 
     def _kafka(self, result: Readiness) -> dict[int, int] | None:
-        with self._lock:
-            try:
-                consumer = self._consumer = self._consumer or KafkaConsumer(
-                    bootstrap_servers=self.settings.kafka_bootstrap, client_id="opslore-readiness",
-                    request_timeout_ms=3000, reconnect_backoff_max_ms=1000)
-                partitions = consumer.partitions_for_topic(self.settings.topic) or set()
-                if not partitions:
-                    raise RuntimeError("ledger topic not found")
-                ends = consumer.end_offsets([TopicPartition(self.settings.topic, p) for p in partitions])
-            except Exception as exc:
-                self._reset()
-                result.checks["kafka"] = {"ok": False, "error": type(exc).__name__}
-                return None
+        """The ledger's end offsets, within KAFKA_CHECK_SECONDS whatever the client does meanwhile (a
+        kafka-python call can block past its own timeouts while the broker is away)."""
+        outcome: dict[str, Any] = {}
+        worker = threading.Thread(target=self._fetch_end_offsets, args=(outcome,), daemon=True)
+        worker.start()
+        worker.join(KAFKA_CHECK_SECONDS)
+        ends: dict[int, int] | None = outcome.get("ends")
+        if ends is None:
+            result.checks["kafka"] = {"ok": False, "error": outcome.get("error", "timeout")}
+            return None
         result.checks["kafka"] = {"ok": True, "partitions": len(ends)}
-        return {tp.partition: int(offset) for tp, offset in ends.items()}
+        return ends
+
+    def _fetch_end_offsets(self, outcome: dict[str, Any]) -> None:
+        if not self._lock.acquire(timeout=KAFKA_CHECK_SECONDS):
+            outcome["error"] = "a previous check is still waiting for the broker"
+            return
+        try:
+            consumer = self._consumer = self._consumer or KafkaConsumer(
+                bootstrap_servers=self.settings.kafka_bootstrap, client_id="opslore-readiness",
+                request_timeout_ms=3000, reconnect_backoff_max_ms=1000)
+            partitions = consumer.partitions_for_topic(self.settings.topic) or set()
+            if not partitions:
+                raise RuntimeError("ledger topic not found")
+            ends = consumer.end_offsets([TopicPartition(self.settings.topic, p) for p in partitions])
+            outcome["ends"] = {tp.partition: int(offset) for tp, offset in ends.items()}
+        except Exception as exc:
+            self._reset()
+            outcome["error"] = type(exc).__name__
+        finally:
+            self._lock.release()
 
     def _reset(self) -> None:
         if self._consumer is not None:
@@ -85,5 +103,8 @@ class ReadinessProbe:
             self._consumer = None
 
     def close(self) -> None:
-        with self._lock:
-            self._reset()
+        if self._lock.acquire(timeout=KAFKA_CHECK_SECONDS):
+            try:
+                self._reset()
+            finally:
+                self._lock.release()
