@@ -149,6 +149,11 @@ def briefing(body: BriefingRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
     return response.wire()
 
 
+@router.get("/v1/briefings/{briefing_id}")
+def get_briefing(briefing_id: UUID, svc: Svc, caller: Caller) -> dict[str, Any]:
+    return svc.briefing.get(caller, briefing_id)
+
+
 @router.post("/v1/briefings/{briefing_id}/verify")
 def verify(briefing_id: UUID, body: VerifyRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
     return svc.verification.verify(caller, briefing_id, body.incident_id, body.namespace)

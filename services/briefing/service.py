@@ -104,12 +104,26 @@ class BriefingService:
             C.add_details(cur, [s.row for s in ranked])
             ctx = self._context(cur, ranking, q, principal.project, now)
             hints = [self._hint(s, q, req, ctx, detail=2 if i == 0 else 1) for i, s in enumerate(ranked)]
-            self._record(cur, principal, briefing_id, req, hints)
-        response = BriefingResponse(briefing_id=briefing_id, hints=hints, degraded=degraded,
-                                    rendered=render(hints))
-        response.token_estimate = token_estimate(response.rendered)
-        response.token_estimate_json = token_estimate(response.wire())
+            response = BriefingResponse(briefing_id=briefing_id, hints=hints, degraded=degraded,
+                                        rendered=render(hints))
+            response.token_estimate = token_estimate(response.rendered)
+            response.token_estimate_json = token_estimate(response.wire())
+            self._record(cur, principal, req, response)
         return response
+
+    def get(self, principal: Principal, briefing_id: uuid.UUID) -> dict[str, Any]:
+        """The answer as it was given (GET /v1/briefings/{id}); 404 outside the caller's tenant/project."""
+        principal.require("agent")
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            cur.execute("SELECT project, request, cited, response, created_at FROM briefings WHERE briefing_id = %s",
+                        (briefing_id,))
+            row = cur.fetchone()
+        if row is None or (principal.project and row["project"] != principal.project):
+            raise NotFound("no such briefing", field="briefing_id")
+        if row["response"] is not None:
+            return dict(row["response"])
+        return {"briefing_id": str(briefing_id), "request": row["request"], "cited": row["cited"],
+                "created_at": row["created_at"].isoformat(), "hints": None}
 
     def _policy(self, now: datetime) -> RankPolicy:
         floor, ceiling = self.semantic.calibration if self.semantic is not None else (0.0, 1.0)
@@ -155,14 +169,14 @@ class BriefingService:
         )
 
     @staticmethod
-    def _record(cur: Cursor, principal: Principal, briefing_id: uuid.UUID, req: BriefingRequest,
-                hints: list[Hint]) -> None:
+    def _record(cur: Cursor, principal: Principal, req: BriefingRequest, response: BriefingResponse) -> None:
+        briefing_id, hints = response.briefing_id, response.hints
         cited = [{"family_id": str(h.family_id), "version": h.version} for h in hints]
         cur.execute(
-            """INSERT INTO briefings (tenant, briefing_id, project, requested_by, request, cited)
-               VALUES (%s, %s, %s, %s, %s, %s)""",
+            """INSERT INTO briefings (tenant, briefing_id, project, requested_by, request, cited, response)
+               VALUES (%s, %s, %s, %s, %s, %s, %s)""",
             (principal.scoped_tenant, briefing_id, principal.project, principal.key_id,
-             Jsonb(req.model_dump(mode="json")), Jsonb(cited)),
+             Jsonb(req.model_dump(mode="json")), Jsonb(cited), Jsonb(response.wire())),
         )
         for h in hints:
             R.add_edge(cur, principal.scoped_tenant, ("briefing", str(briefing_id)), "cited",
