@@ -11,6 +11,7 @@ command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || need+=(maven)
 command -v curl >/dev/null || need+=(curl)
 [ -x /usr/bin/prometheus ] || need+=(prometheus)  # collector tests run a real Prometheus server
+[ -x /usr/bin/prometheus-alertmanager ] || need+=(prometheus-alertmanager)  # alert intake tests run a real one
 [ -x /usr/bin/chromium ] || need+=(chromium fonts-noto-cjk)  # UI tests (Playwright drives Debian's Chromium)
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then log "please install: ${need[*]}"; exit 1; fi

@@ -36,6 +36,7 @@ from services.common.kafka import ensure_topics, producer_factory
 from services.common.settings import Settings, get_settings
 from services.gateway.keys import ApiKeyService
 from services.gateway.service import LedgerGateway
+from services.intake.alertmanager import AlertIntake
 from services.memory.service import MemoryService
 from services.projector.queries import EpisodeQueries
 from services.review.service import ReviewService
@@ -51,12 +52,14 @@ def build_services(settings: Settings) -> Services:
     embedder = make_embedder(settings.embedding)
     semantic = SemanticIndex(embedder) if embedder is not None else None
     memory = MemoryService(db, semantic)
+    briefing = BriefingService(db, settings, gateway, semantic)
     return Services(
         settings=settings, db=db, keys=ApiKeyService(db, settings.admin_token), gateway=gateway,
-        memory=memory, review=ReviewService(db, memory), briefing=BriefingService(db, settings, gateway, semantic),
+        memory=memory, review=ReviewService(db, memory), briefing=briefing,
         episodes=EpisodeQueries(db),
         verification=VerificationService(db, gateway, build_verifier(settings)),
         readiness=ReadinessProbe(db, settings),
+        intake=AlertIntake(db, gateway, briefing),
     )
 
 

@@ -14,6 +14,7 @@ from services.common.db import Database
 from services.common.settings import Settings
 from services.gateway.keys import ApiKeyService, Principal
 from services.gateway.service import LedgerGateway
+from services.intake.alertmanager import AlertIntake
 from services.memory.service import MemoryService
 from services.projector.queries import EpisodeQueries
 from services.review.service import ReviewService
@@ -31,6 +32,7 @@ class Services:
     episodes: EpisodeQueries
     verification: VerificationService
     readiness: ReadinessProbe
+    intake: AlertIntake
 
 
 def services(request: Request) -> Services:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Query, Response
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from schemas.alerts import AlertmanagerWebhook
 from schemas.api import (
     ApiKeyRequest,
     ApproveRequest,
@@ -147,6 +148,13 @@ def briefing(body: BriefingRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
     response = svc.briefing.brief(caller, body)
     BRIEFING_HINTS.observe(len(response.hints))
     return response.wire()
+
+
+@router.post("/v1/alerts/alertmanager")
+def alertmanager(body: AlertmanagerWebhook, svc: Svc, caller: Caller) -> dict[str, Any]:
+    """Prometheus Alertmanager's webhook (version 4), as it sends it: firing alerts open incidents with a
+    briefing waiting; resolved ones are recorded, never resolving the incident."""
+    return svc.intake.receive(caller, body, datetime.now(UTC)).model_dump(mode="json")
 
 
 @router.get("/v1/briefings/{briefing_id}")

@@ -1,0 +1,66 @@
+"""The Prometheus Alertmanager webhook body (version 4), as Alertmanager sends it (CONTRACT "Alert intake").
+
+Fields Alertmanager may add later are kept (extra="allow"); the input guard still applies to all of it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from schemas.guard import UnsafeInput, unsafe
+from schemas.ledger import BoundedTime
+
+LabelValue = Annotated[str, StringConstraints(max_length=1024)]
+LabelSet = Annotated[dict[Annotated[str, StringConstraints(min_length=1, max_length=200)], LabelValue],
+                     Field(max_length=64)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _safe(cls, data: Any) -> Any:
+        problem = unsafe(data)
+        if problem is not None:
+            raise UnsafeInput(problem)
+        return data
+
+
+class AlertmanagerAlert(_Body):
+    status: Literal["firing", "resolved"]
+    labels: LabelSet
+    annotations: LabelSet = Field(default_factory=dict)
+    startsAt: BoundedTime
+    endsAt: str | None = Field(default=None, max_length=64)
+    generatorURL: str | None = Field(default=None, max_length=2048)
+    fingerprint: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9]+$")
+
+
+class AlertmanagerWebhook(_Body):
+    version: str = Field(max_length=8)
+    status: Literal["firing", "resolved"]
+    receiver: str = Field(max_length=200)
+    groupKey: str = Field(default="", max_length=4096)
+    groupLabels: LabelSet = Field(default_factory=dict)
+    commonLabels: LabelSet = Field(default_factory=dict)
+    commonAnnotations: LabelSet = Field(default_factory=dict)
+    externalURL: str = Field(default="", max_length=2048)
+    alerts: list[AlertmanagerAlert] = Field(min_length=1, max_length=1000)
+
+
+class IntakeIncident(BaseModel):
+    """Flat fields a webhook relay or an enrichment workflow can copy onto the alert."""
+
+    incident_id: str
+    fingerprint: str
+    status: Literal["firing", "resolved"]
+    briefing_id: str | None
+    hint_count: int
+    top_hint: str | None
+
+
+class IntakeAnswer(BaseModel):
+    incidents: list[IntakeIncident]
