@@ -5,11 +5,11 @@ Fields Alertmanager may add later are kept (extra="allow"); the input guard stil
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from schemas.guard import UnsafeInput, unsafe
+from schemas.guard import Guarded
 from schemas.ledger import BoundedTime
 
 LabelValue = Annotated[str, StringConstraints(max_length=1024)]
@@ -17,16 +17,8 @@ LabelSet = Annotated[dict[Annotated[str, StringConstraints(min_length=1, max_len
                      Field(max_length=64)]
 
 
-class _Body(BaseModel):
+class _Body(Guarded):
     model_config = ConfigDict(extra="allow")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _safe(cls, data: Any) -> Any:
-        problem = unsafe(data)
-        if problem is not None:
-            raise UnsafeInput(problem)
-        return data
 
 
 class AlertmanagerAlert(_Body):

@@ -6,9 +6,9 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from schemas.guard import UnsafeInput, unsafe
+from schemas.guard import Guarded
 from schemas.ledger import BoundedTime, ShortText, TenantName
 from schemas.memory import ApprovalEdits
 
@@ -16,19 +16,11 @@ LabelValue = Annotated[str, StringConstraints(max_length=1024)]
 Labels = Annotated[dict[ShortText, LabelValue], Field(max_length=64)]
 
 
-class _Req(BaseModel):
+class _Req(Guarded):
     """Every request body: unknown fields rejected, and no control characters, lone surrogates, huge
     integers or deep nesting anywhere in it (schemas.guard); errors name the field."""
 
     model_config = ConfigDict(extra="forbid")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _safe(cls, data: Any) -> Any:
-        problem = unsafe(data)
-        if problem is not None:
-            raise UnsafeInput(problem)
-        return data
 
 
 class ApiKeyRequest(_Req):

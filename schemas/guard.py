@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, model_validator
 
 MAX_DEPTH = 32
 MAX_ITEMS = 10_000  # per object or array
@@ -80,3 +83,16 @@ def _unsafe_items(items: object, count: int, path: str, depth: int, *, keys: boo
         if found is not None:
             return found
     return None
+
+
+class Guarded(BaseModel):
+    """Base of every model that parses input from outside: the whole value is checked by `unsafe` first,
+    and the problem (with its path) surfaces as UnsafeInput, which the API maps to a 422 naming the field."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _safe(cls, data: Any) -> Any:
+        problem = unsafe(data)
+        if problem is not None:
+            raise UnsafeInput(problem)
+        return data
