@@ -16,6 +16,9 @@ LabelValue = Annotated[str, StringConstraints(max_length=1024)]
 Labels = Annotated[dict[ShortText, LabelValue], Field(max_length=64)]
 
 
+IncidentId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
+
+
 class _Req(Guarded):
     """Every request body: unknown fields rejected, and no control characters, lone surrogates, huge
     integers or deep nesting anywhere in it (schemas.guard); errors name the field."""
@@ -82,6 +85,7 @@ class BriefingRequest(_Req):
     topology_fingerprint: ShortText | None = None
     limit: int = Field(default=5, ge=1, le=10)
     explain: bool = False
+    incident_id: IncidentId | None = None  # the investigation asking; kept with the stored briefing
 
 
 class Warning_(BaseModel):
@@ -149,3 +153,31 @@ class FeedbackRequest(_Req):
     verdict: Literal["adopted", "refuted", "ignored"]
     incident_id: str = Field(default="CURRENT", pattern=r"^[A-Za-z0-9._:-]{1,128}$")
     evidence_refs: list[UUID] = Field(default_factory=list, max_length=100)
+
+
+class Whoami(BaseModel):
+    """Who the key is: the scope every call of this caller runs in (GET /v1/whoami, MCP `whoami`)."""
+
+    tenant: str
+    project: str | None
+    role: Literal["agent", "reviewer", "admin"]
+    status: Literal["ok"] = "ok"
+
+
+class Accepted(BaseModel):
+    """Event ids the ledger acknowledged (acks=all, committed): an answer means the events are durable."""
+
+    accepted: list[UUID]
+
+
+class RecordSearchRequest(_Req):
+    query: str = Field(min_length=1, max_length=4000)
+    services: list[ShortText] = Field(default_factory=list, max_length=50)
+    limit: int = Field(default=5, ge=1, le=10)
+
+
+class RecordSearchResponse(BaseModel):
+    """Approved records matching a free-text query, ranked like a briefing (same hints, same warnings);
+    nothing is recorded, so there is nothing to give feedback on."""
+
+    records: list[Hint]

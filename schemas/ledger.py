@@ -11,7 +11,7 @@ import hashlib
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import orjson
 from pydantic import (
@@ -292,3 +292,13 @@ def bind_event(event: SubmittedEvent, tenant: str, project: str) -> LedgerEvent:
     typed = PAYLOAD_MODELS[event.type].model_validate(event.payload)
     data["payload"] = typed.model_dump(mode="json", exclude_none=True)
     return LedgerEvent(**data)
+
+
+def envelope(event_type: EventType | str, incident_id: str, payload: dict[str, Any], *, writer_kind: str,
+             writer_id: str, trust: Trust | str, at: datetime | None = None,
+             event_id: UUID | None = None) -> dict[str, Any]:
+    """A submitted envelope as JSON (CONTRACT section 2), before the gateway binds tenant and project:
+    the one builder every producer of events uses (collectors, verification, feedback, MCP, the SDK)."""
+    return {"event_id": str(event_id or uuid4()), "type": str(EventType(event_type).value),
+            "incident_id": incident_id, "occurred_at": (at or datetime.now(UTC)).isoformat(),
+            "writer": {"kind": writer_kind, "id": writer_id}, "trust": str(Trust(trust).value), "payload": payload}

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.routing import Route
 
 from schemas.guard import Problem, UnsafeInput, text_problem
 from services.api import ui
@@ -37,6 +38,7 @@ from services.common.settings import Settings, get_settings
 from services.gateway.keys import ApiKeyService
 from services.gateway.service import LedgerGateway
 from services.intake.alertmanager import AlertIntake
+from services.mcp_server.server import http_server
 from services.memory.service import MemoryService
 from services.projector.queries import EpisodeQueries
 from services.review.service import ReviewService
@@ -146,10 +148,13 @@ def install_error_handlers(app: FastAPI) -> None:
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
     settings = settings or get_settings()
 
+    mcp_server, mcp_app = http_server(lambda: app.state.services, settings)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = services or build_services(settings)
-        yield
+        async with mcp_server.session_manager.run():
+            yield
         if services is None:
             app.state.services.gateway.close()
             app.state.services.readiness.close()
@@ -176,6 +181,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
 
     app.include_router(router)
     app.include_router(ui.router)
+    app.router.routes.append(Route("/mcp", endpoint=mcp_app))  # MCP, streamable HTTP (services/mcp_server)
     app.add_middleware(SessionMiddleware, secret_key=settings.ui_secret or secrets.token_urlsafe(32),
                        session_cookie="opslore_ui", same_site="strict", https_only=settings.ui_secure_cookie,
                        max_age=8 * 3600)

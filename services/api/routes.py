@@ -16,15 +16,19 @@ from schemas.api import (
     ApproveRequest,
     BriefingRequest,
     FeedbackRequest,
+    RecordSearchRequest,
+    RecordSearchResponse,
     RejectRequest,
     RetractRequest,
     RollbackRequest,
     SupersedeRequest,
     VerifyRequest,
+    Whoami,
 )
 from services.api.deps import Caller, Svc
 from services.api.metrics import BRIEFING_HINTS, EVENTS_ACCEPTED
 from services.common.paging import DEFAULT_LIMIT, MAX_LIMIT, PageRequest
+from services.gateway.keys import whoami_of
 
 router = APIRouter()
 
@@ -49,6 +53,12 @@ def readyz(svc: Svc) -> JSONResponse:
 @router.get("/metrics")
 def metrics() -> Response:
     return PlainTextResponse(generate_latest().decode(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/v1/whoami", response_model=Whoami)
+def whoami(caller: Caller) -> Whoami:
+    """The scope of the calling key (what MCP's `whoami` answers too)."""
+    return whoami_of(caller)
 
 
 @router.post("/v1/admin/api-keys", status_code=201)
@@ -105,6 +115,11 @@ def list_records(svc: Svc, caller: Caller, incident_id: str | None = None, state
                  limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
     rows, next_cursor = svc.memory.list_records(caller, incident_id, state, PageRequest.parse(limit, cursor))
     return {"records": rows, "next_cursor": next_cursor}
+
+
+@router.post("/v1/records/search", response_model=RecordSearchResponse)
+def search_records(body: RecordSearchRequest, svc: Svc, caller: Caller) -> RecordSearchResponse:
+    return RecordSearchResponse(records=svc.briefing.search(caller, body))
 
 
 @router.get("/v1/records/{family_id}")

@@ -17,7 +17,15 @@ from typing import Any
 import orjson
 from psycopg.types.json import Jsonb
 
-from schemas.api import BriefingRequest, BriefingResponse, CheckView, EvidenceView, FeedbackRequest, Hint
+from schemas.api import (
+    BriefingRequest,
+    BriefingResponse,
+    CheckView,
+    EvidenceView,
+    FeedbackRequest,
+    Hint,
+    RecordSearchRequest,
+)
 from schemas.ledger import EventType, LedgerRecord, Trust, Writer
 from services.briefing import candidates as C
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank
@@ -93,22 +101,30 @@ class BriefingService:
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")
         now = now or datetime.now(UTC)
-        q, tokens = build_query(req)
-        briefing_id = uuid.uuid4()
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            stats = lexical.corpus_stats(cur, tokens)
-            rows = C.fetch_candidates(cur, req, tokens, principal.project, now, stats)
-            similarities, degraded = self._semantic(cur, req, rows)
-            ranking = rank(q, rows, self._policy(now), req.limit, similarities, stats)
-            ranked = ranking.hints
-            C.add_details(cur, [s.row for s in ranked])
-            ctx = self._context(cur, ranking, q, principal.project, now)
-            hints = [self._hint(s, q, req, ctx, detail=2 if i == 0 else 1) for i, s in enumerate(ranked)]
-            response = BriefingResponse(briefing_id=briefing_id, hints=hints, degraded=degraded,
-                                        rendered=render(hints))
-            response.token_estimate = token_estimate(response.rendered)
-            response.token_estimate_json = token_estimate(response.wire())
+            response = self._answer(cur, principal, req, now)
             self._record(cur, principal, req, response)
+        return response
+
+    def search(self, principal: Principal, req: RecordSearchRequest, now: datetime | None = None) -> list[Hint]:
+        """Approved records for a free-text query, ranked and warned like a briefing; records nothing."""
+        principal.require("agent")
+        question = BriefingRequest(text=req.query, services=req.services, limit=req.limit)
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            return self._answer(cur, principal, question, now or datetime.now(UTC)).hints
+
+    def _answer(self, cur: Cursor, principal: Principal, req: BriefingRequest, now: datetime) -> BriefingResponse:
+        q, tokens = build_query(req)
+        stats = lexical.corpus_stats(cur, tokens)
+        rows = C.fetch_candidates(cur, req, tokens, principal.project, now, stats)
+        similarities, degraded = self._semantic(cur, req, rows)
+        ranking = rank(q, rows, self._policy(now), req.limit, similarities, stats)
+        C.add_details(cur, [s.row for s in ranking.hints])
+        ctx = self._context(cur, ranking, q, principal.project, now)
+        hints = [self._hint(s, q, req, ctx, detail=2 if i == 0 else 1) for i, s in enumerate(ranking.hints)]
+        response = BriefingResponse(briefing_id=uuid.uuid4(), hints=hints, degraded=degraded, rendered=render(hints))
+        response.token_estimate = token_estimate(response.rendered)
+        response.token_estimate_json = token_estimate(response.wire())
         return response
 
     def get(self, principal: Principal, briefing_id: uuid.UUID) -> dict[str, Any]:

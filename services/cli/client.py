@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import httpx2
 
 
 class ApiError(RuntimeError):
@@ -18,8 +19,10 @@ class ApiError(RuntimeError):
 
 
 class OpsloreClient:
-    def __init__(self, base_url: str, key: str, timeout: float = 30.0, http: httpx.Client | None = None) -> None:
-        """`http`: an existing client to use instead (e.g. FastAPI's TestClient); the key is set on each call."""
+    def __init__(self, base_url: str, key: str, timeout: float = 30.0,
+                 http: httpx.Client | httpx2.Client | None = None) -> None:
+        """`http`: an existing client to use instead (e.g. Starlette's TestClient, an httpx2 client); the key is
+        set on each call."""
         self.http = http or httpx.Client(base_url=base_url, timeout=timeout)
         self.key = key
 

@@ -62,6 +62,18 @@ def api(host: str | None = None, port: int | None = None) -> None:
     uvicorn.run(create_app(s), host=host or s.api_host, port=port or s.api_port, log_level="warning")
 
 
+@app.command()
+def mcp() -> None:
+    """MCP over stdio for desktop agents (Claude, Cursor): forwards to the API at OPSLORE_API_URL with the
+    key in OPSLORE_API_KEY. Streamable HTTP needs no command: the API serves it at /mcp."""
+    from services.mcp_server.server import run_stdio
+
+    s = get_settings()
+    if not s.api_key:
+        raise typer.BadParameter("set OPSLORE_API_KEY: the agent key this MCP server acts with")
+    run_stdio(s)
+
+
 @db_app.command("migrate")
 def db_migrate() -> None:
     """Apply the forward-only SQL migrations (owner role)."""

@@ -6,9 +6,10 @@ Metric and API collectors are `trusted_tool`. Free text (tickets, chats, web pag
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+
+from schemas.ledger import EventType, envelope
 
 FREE_TEXT_SOURCES = {"ticket", "chat", "web", "logs", "other"}
 
@@ -23,9 +24,8 @@ def observation(incident_id: str, source: str, summary: str, *, writer: str, que
         payload["query"] = query[:4000]
     if values is not None:
         payload["values"] = values
-    return {"event_id": str(uuid.uuid4()), "type": "observation.recorded", "incident_id": incident_id,
-            "occurred_at": (at or datetime.now(UTC)).isoformat(), "writer": {"kind": "tool", "id": writer},
-            "trust": trust, "payload": payload}
+    return envelope(EventType.OBSERVATION_RECORDED, incident_id, payload, writer_kind="tool", writer_id=writer,
+                    trust=trust, at=at)
 
 
 class TextAdapter:

@@ -30,6 +30,8 @@ class Settings(BaseSettings):
     api_port: int = 9001
     api_url: str = "http://127.0.0.1:9001"
     api_key: str = Field(default="", repr=False)
+    # MCP over streamable HTTP: Host headers accepted at /mcp (DNS-rebinding protection); "*" disables the check
+    mcp_allowed_hosts: list[str] = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
     # briefing
     briefing_min_score: float = 0.5
     stale_after_days: int = 90

@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
+from schemas.api import Whoami
 from services.common.db import Database
 from services.common.errors import Forbidden, InvalidInput, Unauthenticated
 
@@ -45,6 +46,11 @@ class Principal:
         if self.tenant is None:
             raise Forbidden("this credential is not bound to a tenant")
         return self.tenant
+
+
+def whoami_of(principal: Principal) -> Whoami:
+    principal.require("agent")
+    return Whoami(tenant=principal.scoped_tenant, project=principal.project, role=principal.role)
 
 
 @dataclass(frozen=True)
