@@ -181,3 +181,62 @@ class RecordSearchResponse(BaseModel):
     nothing is recorded, so there is nothing to give feedback on."""
 
     records: list[Hint]
+
+
+GovernanceJob = Literal["expire", "stale", "duplicate", "never_hit", "low_confidence", "promote"]
+
+
+ProposalState = Literal["proposed", "executed", "dismissed", "stale", "reverted"]
+
+
+class GovernancePreviewRequest(_Req):
+    jobs: list[GovernanceJob] | None = Field(default=None, max_length=6)
+
+
+class DismissRequest(_Req):
+    reason: str = Field(min_length=1, max_length=4000)
+
+
+class BasedOn(BaseModel):
+    family_id: UUID
+    version: int
+
+
+class ProposalView(BaseModel):
+    proposal_id: UUID
+    run_id: UUID
+    kind: GovernanceJob
+    project: str
+    family_ids: list[UUID]
+    reason: str
+    change: dict[str, Any]
+    based_on: list[BasedOn]
+    state: ProposalState
+    created_at: datetime
+    decided_at: datetime | None = None
+    decided_by: str | None = None
+    decision_note: str | None = None
+    result: dict[str, Any] | None = None
+
+
+class PreviewResponse(BaseModel):
+    run_id: UUID
+    proposals: list[ProposalView]
+
+
+class ProposalList(BaseModel):
+    proposals: list[ProposalView]
+
+
+class Wrote(BaseModel):
+    family_id: UUID
+    version: int
+    state: str
+
+
+class ExecuteResponse(BaseModel):
+    proposal_id: UUID
+    kind: GovernanceJob
+    state: Literal["executed", "reverted"]
+    wrote: list[Wrote]
+    already_executed: bool = False

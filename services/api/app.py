@@ -37,6 +37,7 @@ from services.common.kafka import ensure_topics, producer_factory
 from services.common.settings import Settings, get_settings
 from services.gateway.keys import ApiKeyService
 from services.gateway.service import LedgerGateway
+from services.governance.service import GovernanceService
 from services.intake.alertmanager import AlertIntake
 from services.mcp_server.server import http_server
 from services.memory.service import MemoryService
@@ -55,13 +56,15 @@ def build_services(settings: Settings) -> Services:
     semantic = SemanticIndex(embedder) if embedder is not None else None
     memory = MemoryService(db, semantic)
     briefing = BriefingService(db, settings, gateway, semantic)
+    review = ReviewService(db, memory)
     return Services(
         settings=settings, db=db, keys=ApiKeyService(db, settings.admin_token), gateway=gateway,
-        memory=memory, review=ReviewService(db, memory), briefing=briefing,
+        memory=memory, review=review, briefing=briefing,
         episodes=EpisodeQueries(db),
         verification=VerificationService(db, gateway, build_verifier(settings)),
         readiness=ReadinessProbe(db, settings),
         intake=AlertIntake(db, gateway, briefing),
+        governance=GovernanceService(db, settings, memory, review),
     )
 
 

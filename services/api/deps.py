@@ -14,6 +14,7 @@ from services.common.db import Database
 from services.common.settings import Settings
 from services.gateway.keys import ApiKeyService, Principal
 from services.gateway.service import LedgerGateway
+from services.governance.service import GovernanceService
 from services.intake.alertmanager import AlertIntake
 from services.memory.service import MemoryService
 from services.projector.queries import EpisodeQueries
@@ -33,6 +34,7 @@ class Services:
     verification: VerificationService
     readiness: ReadinessProbe
     intake: AlertIntake
+    governance: GovernanceService
 
 
 def services(request: Request) -> Services:

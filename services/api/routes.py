@@ -15,7 +15,15 @@ from schemas.api import (
     ApiKeyRequest,
     ApproveRequest,
     BriefingRequest,
+    DismissRequest,
+    ExecuteResponse,
     FeedbackRequest,
+    GovernanceJob,
+    GovernancePreviewRequest,
+    PreviewResponse,
+    ProposalList,
+    ProposalState,
+    ProposalView,
     RecordSearchRequest,
     RecordSearchResponse,
     RejectRequest,
@@ -186,3 +194,38 @@ def verify(briefing_id: UUID, body: VerifyRequest, svc: Svc, caller: Caller) -> 
 def feedback(briefing_id: UUID, body: FeedbackRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
     record = svc.briefing.feedback(caller, briefing_id, body)
     return {"accepted": [str(record.event_id)]}
+
+
+# ---------------------------------------------------------------- governance (CONTRACT "Governance")
+@router.post("/v1/governance/preview", response_model=PreviewResponse)
+def governance_preview(svc: Svc, caller: Caller, body: GovernancePreviewRequest | None = None) -> PreviewResponse:
+    """Run the jobs and write proposals only; no family, version or pointer changes."""
+    return svc.governance.preview(caller, list((body or GovernancePreviewRequest()).jobs or []) or None)
+
+
+@router.get("/v1/governance/proposals", response_model=ProposalList)
+def governance_proposals(svc: Svc, caller: Caller, state: ProposalState | None = None,
+                         kind: GovernanceJob | None = None) -> ProposalList:
+    return ProposalList(proposals=svc.governance.proposals(caller, state, kind))
+
+
+@router.get("/v1/governance/proposals/{proposal_id}", response_model=ProposalView)
+def governance_proposal(proposal_id: UUID, svc: Svc, caller: Caller) -> ProposalView:
+    return svc.governance.get(caller, proposal_id)
+
+
+@router.post("/v1/governance/proposals/{proposal_id}/execute", response_model=ExecuteResponse)
+def governance_execute(proposal_id: UUID, svc: Svc, caller: Caller) -> ExecuteResponse:
+    """Execute under per-family leases; 409 when a family moved since the preview or another worker holds it."""
+    return svc.governance.execute(caller, proposal_id)
+
+
+@router.post("/v1/governance/proposals/{proposal_id}/dismiss", response_model=ProposalView)
+def governance_dismiss(proposal_id: UUID, body: DismissRequest, svc: Svc, caller: Caller) -> ProposalView:
+    return svc.governance.dismiss(caller, proposal_id, body.reason)
+
+
+@router.post("/v1/governance/proposals/{proposal_id}/revert", response_model=ExecuteResponse)
+def governance_revert(proposal_id: UUID, body: DismissRequest, svc: Svc, caller: Caller) -> ExecuteResponse:
+    """Undo an executed proposal (a consolidation's keeper returns to its previous content byte for byte)."""
+    return svc.governance.revert(caller, proposal_id, body.reason)

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.cli.client import ApiError, OpsloreClient
+from services.cli.governance import governance_app
 from services.common.errors import OpsloreError
 from services.common.settings import get_settings
 
@@ -33,6 +34,7 @@ app.add_typer(records_app, name="records")
 app.add_typer(index_app, name="index")
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(collect_app, name="collect")
+app.add_typer(governance_app, name="governance")
 console = Console()
 
 

@@ -39,6 +39,13 @@ class Settings(BaseSettings):
     low_confidence_below: float = 0.5
     alias_file: str | None = None
     embedding: str = "off"  # off | hash-ngram: the optional semantic branch (services/briefing/semantic.py)
+    # governance (services/governance): job thresholds and the worker (`opslore governance run`)
+    governance_never_hit_days: int = 90
+    governance_min_refutations: int = 2
+    governance_duplicate_similarity: float = 0.5
+    governance_interval_seconds: int = 3600  # how often the worker previews every tenant
+    governance_auto_expire: bool = True  # the worker executes `expire` proposals (validity passed) itself
+    governance_metrics_port: int = 9102  # the worker's /metrics
     # live checks (collectors and hint verification)
     prometheus_url: str | None = None
     kube_host: str | None = None  # an API server URL; otherwise kubeconfig / in-cluster configuration

@@ -30,9 +30,12 @@ class Principal:
     project: str | None
     role: str
     bootstrap: bool = False
+    service: str | None = None  # an internal worker acting for the tenant (e.g. "governance-worker")
 
     @property
     def actor(self) -> str:
+        if self.service:
+            return f"service:{self.service}"
         return "bootstrap" if self.bootstrap else f"key:{self.key_id}"
 
     def require(self, role: Role) -> None:

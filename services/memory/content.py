@@ -81,3 +81,40 @@ def superseding(current: VersionContent, changes: dict[str, object], valid_from:
         update.setdefault("root_cause_category", None)
         update.setdefault("canonical_content", str(update["summary"]))
     return current.model_validate({**current.model_dump(), **update, "valid_from": valid_from})
+
+
+def _union(*lists: list[str]) -> list[str]:
+    return list(dict.fromkeys(x for items in lists for x in items))
+
+
+def consolidate(keeper: VersionContent, others: list[VersionContent], valid_from: datetime,
+                confidence: float | None = None) -> VersionContent:
+    """One version that carries the lesson of several: the keeper's text (no new words are written), and the
+    union of every source incident, signal, service, entity, misleading signal, check and piece of evidence.
+    Confidence is the highest of them unless given; authority is re-capped on the merged trust."""
+    group = [keeper, *others]
+    seen: set[object] = set()
+    evidence = []
+    for e in (e for c in group for e in c.evidence):
+        if e.event_id not in seen:
+            seen.add(e.event_id)
+            evidence.append(e)
+    checks, queries = [], set()
+    for check in (v for c in group for v in c.verify_with):
+        if check.query not in queries:
+            queries.add(check.query)
+            checks.append(check)
+    mix: dict[str, int] = {}
+    for c in group:
+        for k, v in c.trust_mix.items():
+            mix[k] = mix.get(k, 0) + v
+    verified = [c.last_verified_at for c in group if c.last_verified_at is not None]
+    merged = keeper.model_copy(update={
+        "source_incidents": _union(*(c.source_incidents for c in group)),
+        "signals": _union(*(c.signals for c in group)), "services": _union(*(c.services for c in group)),
+        "entities": _union(*(c.entities for c in group)),
+        "misleading_signals": _union(*(c.misleading_signals for c in group)),
+        "evidence": evidence[:20], "verify_with": checks[:10], "trust_mix": mix,
+        "confidence": confidence if confidence is not None else max(c.confidence for c in group),
+        "last_verified_at": max(verified) if verified else None, "valid_from": valid_from})
+    return cap_authority(merged)

@@ -97,7 +97,7 @@ class ReviewService:
     def get_candidate(self, principal: Principal, candidate_id: UUID) -> dict[str, Any]:
         principal.require("agent")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            row = self._candidate(cur, principal, candidate_id, lock=False)
+            row = self.candidate(cur, principal, candidate_id, lock=False)
             view = self._with_proposal(cur, row)
             cur.execute("SELECT body FROM episodes WHERE incident_id = %s", (row["incident_id"],))
             ep = cur.fetchone()
@@ -115,7 +115,7 @@ class ReviewService:
         principal.require("reviewer")
         tenant = principal.scoped_tenant
         with self.db.tenant_transaction(tenant) as cur:
-            row = self._candidate(cur, principal, candidate_id, lock=True)
+            row = self.candidate(cur, principal, candidate_id, lock=True)
             draft = CandidateDraft.model_validate(row["content"])
             if draft.untrusted_text_quoted and (edits is None or edits.summary is None):
                 raise InvalidInput("this candidate's text came from untrusted_text and is only quoted: write the "
@@ -140,11 +140,11 @@ class ReviewService:
             else:
                 if expected_version not in (None, 0):
                     raise Conflict("the candidate was drafted against a family that no longer matches")
-                family_id, version = self._new_family(cur, principal, row, content, note)
-            self._record_review(cur, principal, row, "approved", note, family_id, version)
+                family_id, version = self.new_family(cur, principal, row, content, note)
+            self.record_review(cur, principal, row, "approved", note, family_id, version)
         return {"family_id": family_id, "version": version}
 
-    def _new_family(self, cur: Cursor, principal: Principal, row: Row, content: VersionContent,
+    def new_family(self, cur: Cursor, principal: Principal, row: Row, content: VersionContent,
                     note: str | None) -> tuple[UUID, int]:
         family_id = uuid5(FAMILY_NAMESPACE, f"{principal.scoped_tenant}/{row['candidate_id']}")
         R.create_family(cur, tenant=principal.scoped_tenant, project=row["project"], family_id=family_id,
@@ -161,11 +161,11 @@ class ReviewService:
     def reject(self, principal: Principal, candidate_id: UUID, reason: str) -> dict[str, Any]:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            row = self._candidate(cur, principal, candidate_id, lock=True)
-            self._record_review(cur, principal, row, "rejected", reason, None, None)
+            row = self.candidate(cur, principal, candidate_id, lock=True)
+            self.record_review(cur, principal, row, "rejected", reason, None, None)
         return {"candidate_id": candidate_id, "state": "rejected"}
 
-    def _record_review(self, cur: Cursor, principal: Principal, row: Row, decision: str, note: str | None,
+    def record_review(self, cur: Cursor, principal: Principal, row: Row, decision: str, note: str | None,
                        family_id: UUID | None, version: int | None) -> None:
         cur.execute(
             """INSERT INTO candidate_reviews (tenant, candidate_id, decision, reviewer, note, family_id, version)
@@ -183,7 +183,7 @@ class ReviewService:
                 R.add_edge(cur, t, ("episode", row["incident_id"]), "cites", ("event", str(ev["event_id"])))
 
     @staticmethod
-    def _candidate(cur: Cursor, principal: Principal, candidate_id: UUID, *, lock: bool) -> Row:
+    def candidate(cur: Cursor, principal: Principal, candidate_id: UUID, *, lock: bool) -> Row:
         cur.execute(
             f"""SELECT c.*, r.decision, r.reviewer, r.note, r.decided_at, r.family_id, r.version
                 FROM candidates c LEFT JOIN candidate_reviews r ON r.candidate_id = c.candidate_id

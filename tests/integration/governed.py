@@ -11,6 +11,7 @@ from services.briefing.service import BriefingService
 from services.common.db import Database
 from services.common.settings import Settings
 from services.gateway.keys import Principal
+from services.governance.service import GovernanceService
 from services.memory.service import MemoryService
 from services.projector.policy import NewCandidate
 from services.projector.store import _insert_candidate
@@ -46,6 +47,7 @@ class GovernedServices:
         self.memory = MemoryService(self.db, semantic)
         self.review = ReviewService(self.db, self.memory)
         self.briefing = BriefingService(self.db, Settings(), semantic=semantic)
+        self.governance = GovernanceService(self.db, Settings(), self.memory, self.review)
 
     def close(self) -> None:
         self.db.close()

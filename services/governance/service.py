@@ -1,0 +1,275 @@
+"""GovernanceService: preview, execute, dismiss and revert of governance proposals.
+
+Transactions (each public method owns them; none is hidden in a helper):
+- preview: ONE transaction — read the facts, run the pure jobs, mark open proposals whose basis moved as
+  `stale`, write the run and its proposals. It changes no family, version or pointer.
+- execute: (1) read the proposal; (2) take a lease on every family of it in its own committed transaction
+  (another worker's overlapping execute is a 409 until the lease is released or expires); (3) ONE
+  transaction that locks the proposal and the families, re-checks `based_on` against the current
+  pointers (409 when anything moved), writes versions/states, audit and lineage, and marks the proposal
+  executed with what it wrote; (4) release the leases. A second execute returns the stored result and
+  writes nothing.
+- dismiss / revert: one transaction each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+from schemas.api import ExecuteResponse, PreviewResponse, ProposalView, Wrote
+from schemas.memory import CandidateDraft
+from services.common.db import Cursor, Database, Row
+from services.common.errors import Conflict, NotFound
+from services.common.settings import Settings
+from services.gateway.keys import Principal
+from services.governance import jobs as J
+from services.governance import store as S
+from services.memory import records as R
+from services.memory.content import consolidate, from_draft
+from services.memory.service import MemoryService
+from services.review.service import ReviewService
+
+LEASE_TTL = timedelta(seconds=60)
+TERMINAL = {"expire": "expired", "retract": "retracted"}
+
+
+def view(row: Row) -> ProposalView:
+    return ProposalView.model_validate(row)
+
+
+class GovernanceService:
+    def __init__(self, db: Database, settings: Settings, memory: MemoryService, review: ReviewService) -> None:
+        self.db = db
+        self.settings = settings
+        self.memory = memory
+        self.review = review
+
+    def policy(self, now: datetime) -> J.Policy:
+        s = self.settings
+        return J.Policy(now=now, stale_after_days=s.stale_after_days, never_hit_days=s.governance_never_hit_days,
+                        min_refutations=s.governance_min_refutations,
+                        duplicate_similarity=s.governance_duplicate_similarity)
+
+    # ------------------------------------------------------------------ preview
+    def preview(self, principal: Principal, jobs: list[str] | None = None,
+                now: datetime | None = None) -> PreviewResponse:
+        principal.require("reviewer")
+        kinds = list(dict.fromkeys(jobs or J.JOBS))
+        now = now or datetime.now(UTC)
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            families = S.families(cur, principal.project)
+            candidates = S.pending_candidates(cur, principal.project)
+            self._mark_stale(cur, principal, kinds, families, candidates)
+            run_id = S.insert_run(cur, principal.scoped_tenant, principal.project, kinds, principal.actor)
+            found = J.propose(kinds, families, candidates, self.policy(now))
+            rows = [S.insert_proposal(cur, principal.scoped_tenant, run_id, p) for p in found]
+        return PreviewResponse(run_id=run_id, proposals=[view(r) for r in rows])
+
+    @staticmethod
+    def _mark_stale(cur: Cursor, principal: Principal, kinds: list[str], families: list[J.Family],
+                    candidates: list[J.Candidate]) -> None:
+        current = {(f.family_id, f.version) for f in families}
+        pending = {c.candidate_id for c in candidates}
+        for row in S.open_proposals(cur, kinds, principal.project):
+            basis = {(UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]}
+            wanted = {UUID(c) for c in row["change"].get("candidates", [])}
+            if not basis <= current or not wanted <= pending:
+                S.decide(cur, row["proposal_id"], "stale", principal.actor, "its basis moved since the preview", None)
+
+    # ------------------------------------------------------------------ reads
+    def proposals(self, principal: Principal, state: str | None, kind: str | None,
+                  limit: int = 200) -> list[ProposalView]:
+        principal.require("agent")
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            return [view(r) for r in S.list_proposals(cur, state, kind, principal.project, limit)]
+
+    def get(self, principal: Principal, proposal_id: UUID) -> ProposalView:
+        principal.require("agent")
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            return view(self._proposal(cur, principal, proposal_id, lock=False))
+
+    # ------------------------------------------------------------------ execute
+    def execute(self, principal: Principal, proposal_id: UUID, now: datetime | None = None) -> ExecuteResponse:
+        principal.require("reviewer")
+        now = now or datetime.now(UTC)
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            row = self._proposal(cur, principal, proposal_id, lock=False)
+        if row["state"] == "executed":
+            return self._done(row, already=True)
+        if row["state"] != "proposed":
+            raise Conflict(f"this proposal is {row['state']}; run a new preview")
+        with self._leases(principal, row, now), self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            row = self._proposal(cur, principal, proposal_id, lock=True)
+            if row["state"] == "executed":
+                return self._done(row, already=True)
+            if row["state"] != "proposed":
+                raise Conflict(f"this proposal is {row['state']}; run a new preview")
+            self._check_basis(cur, row)
+            wrote = self._apply(cur, principal, row, now)
+            result = {"wrote": [w.model_dump(mode="json") for w in wrote]}
+            S.decide(cur, proposal_id, "executed", principal.actor, None, result)
+        return ExecuteResponse(proposal_id=proposal_id, kind=row["kind"], state="executed", wrote=wrote)
+
+    @contextmanager
+    def _leases(self, principal: Principal, row: Row, now: datetime) -> Iterator[None]:
+        families: list[UUID] = list(row["family_ids"])
+        holder = f"{principal.actor}/{uuid4()}"
+        if families:
+            with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+                held = S.acquire_leases(cur, principal.scoped_tenant, families, holder, row["proposal_id"], now,
+                                        LEASE_TTL)
+                if held is not None:
+                    raise Conflict(f"another worker ({held['holder']}) holds the lease on family {held['family_id']} "
+                                   f"until {held['expires_at']:%H:%M:%S}; retry later")
+        try:
+            yield
+        finally:
+            if families:
+                with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+                    S.release_leases(cur, families, holder, datetime.now(UTC))
+
+    @staticmethod
+    def _check_basis(cur: Cursor, row: Row) -> None:
+        basis = {UUID(b["family_id"]): int(b["version"]) for b in row["based_on"]}
+        current = S.current_versions(cur, list(basis))
+        for family_id, version in basis.items():
+            now_version, state = current.get(family_id, (0, "missing"))
+            if now_version != version or state != "active":
+                raise Conflict(f"family {family_id} moved since the preview: it was version {version} (active), "
+                               f"it is version {now_version} ({state}); run a new preview")
+
+    def _apply(self, cur: Cursor, principal: Principal, row: Row, now: datetime) -> list[Wrote]:
+        action = row["change"]["action"]
+        reason = f"governance {row['kind']}: {row['reason']} (proposal {row['proposal_id']})"
+        if action in TERMINAL:
+            return [self._terminal(cur, principal, UUID(b["family_id"]), int(b["version"]), TERMINAL[action], reason)
+                    for b in row["based_on"]]
+        if action == "reverify":
+            b = row["based_on"][0]
+            R.audit(cur, tenant=principal.scoped_tenant, family_id=UUID(b["family_id"]), version=int(b["version"]),
+                    action="reverify_requested", actor=principal.actor, reason=reason, before=None, after=None)
+            return [Wrote(family_id=UUID(b["family_id"]), version=int(b["version"]), state="active")]
+        if action == "consolidate":
+            return self._consolidate(cur, principal, row, reason, now)
+        if action == "promote":
+            return self._promote(cur, principal, row, reason, now)
+        raise Conflict(f"unknown governance action {action!r}")
+
+    @staticmethod
+    def _terminal(cur: Cursor, principal: Principal, family_id: UUID, version: int, state: str,
+                  reason: str) -> Wrote:
+        R.set_version_state(cur, family_id, version, state)
+        R.set_family_state(cur, family_id, state)
+        R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
+                action=f"governance_{state}", actor=principal.actor, reason=reason,
+                before={"state": "active", "version": version}, after={"state": state, "version": version})
+        return Wrote(family_id=family_id, version=version, state=state)
+
+    def _consolidate(self, cur: Cursor, principal: Principal, row: Row, reason: str, now: datetime) -> list[Wrote]:
+        basis = [(UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]]
+        (keeper, keeper_version), others = basis[0], basis[1:]
+        contents = [R.content_of(R.get_version(cur, f, v) or {}) for f, v in basis]
+        merged = consolidate(contents[0], contents[1:], now)
+        fam = R.lock_family(cur, keeper)
+        assert fam is not None
+        new = self.memory.append_version(cur, principal, fam, merged, keeper_version, action="consolidate",
+                                         reason=reason)
+        wrote = [Wrote(family_id=keeper, version=new, state="active")]
+        for family_id, version in others:
+            R.set_version_state(cur, family_id, version, "superseded")
+            R.set_family_state(cur, family_id, "consolidated")
+            R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
+                    action="consolidated", actor=principal.actor, reason=reason,
+                    before={"state": "active", "version": version},
+                    after={"state": "consolidated", "into": f"{keeper}:{new}"})
+            R.add_edge(cur, principal.scoped_tenant, ("version", f"{keeper}:{new}"), "consolidates",
+                       ("version", f"{family_id}:{version}"))
+            wrote.append(Wrote(family_id=family_id, version=version, state="consolidated"))
+        return wrote
+
+    def _promote(self, cur: Cursor, principal: Principal, row: Row, reason: str, now: datetime) -> list[Wrote]:
+        rows = [self.review.candidate(cur, principal, UUID(c), lock=True) for c in row["change"]["candidates"]]
+        contents = [from_draft(CandidateDraft.model_validate(r["content"]), None, now) for r in rows]
+        merged = consolidate(contents[0], contents[1:], now, confidence=float(row["change"]["confidence"]))
+        if merged.owner is None:
+            merged = merged.model_copy(update={"owner": f"project:{rows[0]['project']}"})
+        family_id, version = self.review.new_family(cur, principal, rows[0], merged, reason)
+        for r in rows:
+            self.review.record_review(cur, principal, r, "approved", reason, family_id, version)
+        return [Wrote(family_id=family_id, version=version, state="active")]
+
+    # ------------------------------------------------------------------ dismiss, revert
+    def dismiss(self, principal: Principal, proposal_id: UUID, reason: str) -> ProposalView:
+        principal.require("reviewer")
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            row = self._proposal(cur, principal, proposal_id, lock=True)
+            if row["state"] != "proposed":
+                raise Conflict(f"this proposal is already {row['state']}")
+            S.decide(cur, proposal_id, "dismissed", principal.actor, reason, None)
+            return view(self._proposal(cur, principal, proposal_id, lock=False))
+
+    def revert(self, principal: Principal, proposal_id: UUID, reason: str) -> ExecuteResponse:
+        """Undo an executed proposal: a consolidation's keeper rolls back to its previous content (byte for
+        byte) and the merged families become active again; an expiry or retraction is reactivated; a
+        promotion's record is retracted. 409 when a family moved since the execution."""
+        principal.require("reviewer")
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            row = self._proposal(cur, principal, proposal_id, lock=True)
+            if row["state"] != "executed":
+                raise Conflict(f"only an executed proposal can be reverted; this one is {row['state']}")
+            wrote = [Wrote.model_validate(w) for w in row["result"]["wrote"]]
+            note = f"revert of governance proposal {proposal_id}: {reason}"
+            restored = self._revert(cur, principal, row, wrote, note)
+            S.decide(cur, proposal_id, "reverted", principal.actor, reason, None)
+        return ExecuteResponse(proposal_id=proposal_id, kind=row["kind"], state="reverted", wrote=restored)
+
+    def _revert(self, cur: Cursor, principal: Principal, row: Row, wrote: list[Wrote], note: str) -> list[Wrote]:
+        current = S.current_versions(cur, [w.family_id for w in wrote])
+        for w in wrote:
+            if current.get(w.family_id, (0, ""))[0] != w.version or current[w.family_id][1] != w.state:
+                raise Conflict(f"family {w.family_id} changed after the execution; revert it by hand")
+        action = row["change"]["action"]
+        if action == "promote":
+            return [self._terminal(cur, principal, w.family_id, w.version, "retracted", note) for w in wrote]
+        out = []
+        for b in row["based_on"]:
+            family_id, version = UUID(b["family_id"]), int(b["version"])
+            done = next(w for w in wrote if w.family_id == family_id)
+            if done.version != version:  # the keeper got a new version: append the old content again
+                fam = R.lock_family(cur, family_id)
+                assert fam is not None
+                target = R.content_of(R.get_version(cur, family_id, version) or {})
+                new = self.memory.append_version(cur, principal, fam, target, done.version, action="rollback",
+                                                 reason=note, rolled_back_to=version)
+                out.append(Wrote(family_id=family_id, version=new, state="active"))
+            elif done.state != "active":
+                out.append(self._reactivate(cur, principal, family_id, version, done.state, note))
+        return out
+
+    @staticmethod
+    def _reactivate(cur: Cursor, principal: Principal, family_id: UUID, version: int, state: str,
+                    note: str) -> Wrote:
+        R.set_version_state(cur, family_id, version, "active")
+        R.set_family_state(cur, family_id, "active")
+        R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version, action="reactivate",
+                actor=principal.actor, reason=note, before={"state": state, "version": version},
+                after={"state": "active", "version": version})
+        return Wrote(family_id=family_id, version=version, state="active")
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _done(row: Row, *, already: bool) -> ExecuteResponse:
+        wrote = [Wrote.model_validate(w) for w in (row["result"] or {}).get("wrote", [])]
+        return ExecuteResponse(proposal_id=row["proposal_id"], kind=row["kind"], state="executed", wrote=wrote,
+                               already_executed=already)
+
+    @staticmethod
+    def _proposal(cur: Cursor, principal: Principal, proposal_id: UUID, *, lock: bool) -> dict[str, Any]:
+        row = S.get_proposal(cur, proposal_id, lock=lock)
+        if row is None or (principal.project and row["project"] != principal.project):
+            raise NotFound("no such governance proposal", field="proposal_id")
+        return row

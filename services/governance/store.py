@@ -1,0 +1,136 @@
+"""The governance repository: every SQL statement of runs, proposals, leases and the facts jobs read.
+
+Functions take a cursor of a transaction their caller owns (`GovernanceService`) and return typed values.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+from psycopg.types.json import Jsonb
+
+from services.common.db import Cursor, Row
+from services.governance.jobs import Candidate, Family, Proposal
+
+FACTS_SQL = """
+SELECT f.family_id, f.current_version AS version, f.project, f.created_at, v.summary, v.root_cause,
+       v.root_cause_category AS category, v.signals, v.source_incidents, v.valid_until, v.last_verified_at,
+       v.valid_from, v.level, coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted,
+       (SELECT max(e.created_at) FROM lineage_edges e
+         WHERE e.relation = 'cited' AND e.dst_kind = 'version'
+           AND e.dst_id LIKE f.family_id::text || ':%%') AS last_cited_at
+  FROM memory_families f
+  JOIN memory_versions v ON v.family_id = f.family_id AND v.version = f.current_version
+  LEFT JOIN family_feedback fb ON fb.family_id = f.family_id
+ WHERE f.state = 'active' AND (%(project)s::text IS NULL OR f.project = %(project)s::text)
+ ORDER BY f.created_at, f.family_id"""
+
+PENDING_SQL = """
+SELECT c.candidate_id, c.project, c.incident_id, c.content->>'root_cause_category' AS category,
+       ARRAY(SELECT jsonb_array_elements_text(coalesce(c.content->'signals', '[]'))) AS signals,
+       coalesce((c.content->>'confidence')::float, 0.5) AS confidence
+  FROM candidates c LEFT JOIN candidate_reviews r ON r.candidate_id = c.candidate_id
+ WHERE r.candidate_id IS NULL AND (%(project)s::text IS NULL OR c.project = %(project)s::text)
+   AND coalesce((c.content->>'untrusted_text_quoted')::boolean, false) = false
+ ORDER BY c.created_at, c.candidate_id"""
+
+
+def families(cur: Cursor, project: str | None) -> list[Family]:
+    cur.execute(FACTS_SQL, {"project": project})
+    return [Family(**{**r, "signals": frozenset(r["signals"]), "source_incidents": tuple(r["source_incidents"])})
+            for r in cur.fetchall()]
+
+
+def pending_candidates(cur: Cursor, project: str | None) -> list[Candidate]:
+    cur.execute(PENDING_SQL, {"project": project})
+    return [Candidate(**{**r, "signals": frozenset(r["signals"])}) for r in cur.fetchall()]
+
+
+def insert_run(cur: Cursor, tenant: str, project: str | None, jobs: list[str], actor: str) -> UUID:
+    run_id = uuid4()
+    cur.execute("""INSERT INTO governance_runs (tenant, run_id, project, jobs, requested_by)
+                   VALUES (%s, %s, %s, %s, %s)""", (tenant, run_id, project, jobs, actor))
+    return run_id
+
+
+def insert_proposal(cur: Cursor, tenant: str, run_id: UUID, p: Proposal) -> Row:
+    """The open proposal for this finding: the new row, or the one an earlier preview already wrote."""
+    based_on = [{"family_id": str(f), "version": v} for f, v in p.based_on]
+    cur.execute(
+        """INSERT INTO governance_proposals (tenant, proposal_id, run_id, project, kind, fingerprint, family_ids,
+                                             reason, change, based_on, state)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'proposed')
+           ON CONFLICT (tenant, fingerprint) WHERE state = 'proposed' DO NOTHING RETURNING *""",
+        (tenant, uuid4(), run_id, p.project, p.kind, p.fingerprint, list(p.family_ids), p.reason,
+         Jsonb(p.change), Jsonb(based_on)))
+    row = cur.fetchone()
+    if row is None:
+        cur.execute("SELECT * FROM governance_proposals WHERE fingerprint = %s AND state = 'proposed'",
+                    (p.fingerprint,))
+        row = cur.fetchone()
+    assert row is not None
+    return row
+
+
+def open_proposals(cur: Cursor, kinds: list[str], project: str | None) -> list[Row]:
+    cur.execute("""SELECT * FROM governance_proposals WHERE state = 'proposed' AND kind = ANY(%s)
+                     AND (%s::text IS NULL OR project = %s::text) ORDER BY created_at""",
+                (kinds, project, project))
+    return cur.fetchall()
+
+
+def list_proposals(cur: Cursor, state: str | None, kind: str | None, project: str | None,
+                   limit: int) -> list[Row]:
+    cur.execute("""SELECT * FROM governance_proposals
+                    WHERE (%(s)s::text IS NULL OR state = %(s)s::text) AND (%(k)s::text IS NULL OR kind = %(k)s::text)
+                      AND (%(p)s::text IS NULL OR project = %(p)s::text)
+                    ORDER BY created_at DESC, proposal_id LIMIT %(n)s""",
+                {"s": state, "k": kind, "p": project, "n": limit})
+    return cur.fetchall()
+
+
+def get_proposal(cur: Cursor, proposal_id: UUID, *, lock: bool) -> Row | None:
+    cur.execute(f"SELECT * FROM governance_proposals WHERE proposal_id = %s {'FOR UPDATE' if lock else ''}",
+                (proposal_id,))
+    return cur.fetchone()
+
+
+def decide(cur: Cursor, proposal_id: UUID, state: str, actor: str, note: str | None,
+           result: dict[str, Any] | None) -> None:
+    cur.execute("""UPDATE governance_proposals SET state = %s, decided_at = now(), decided_by = %s,
+                          decision_note = %s, result = coalesce(%s, result) WHERE proposal_id = %s""",
+                (state, actor, note, Jsonb(result) if result is not None else None, proposal_id))
+
+
+def current_versions(cur: Cursor, family_ids: list[UUID]) -> dict[UUID, tuple[int, str]]:
+    """Current version and state of each family, locked (FOR UPDATE, in id order: no deadlocks)."""
+    cur.execute("""SELECT family_id, current_version, state FROM memory_families WHERE family_id = ANY(%s)
+                   ORDER BY family_id FOR UPDATE""", (family_ids,))
+    return {r["family_id"]: (int(r["current_version"]), r["state"]) for r in cur.fetchall()}
+
+
+def acquire_leases(cur: Cursor, tenant: str, family_ids: list[UUID], holder: str, proposal_id: UUID,
+                   now: datetime, ttl: timedelta) -> Row | None:
+    """Take every lease or none: returns the conflicting lease (its holder and expiry) when another holder
+    has one of the families; the caller rolls the transaction back then."""
+    for family_id in sorted(family_ids):
+        cur.execute(
+            """INSERT INTO governance_leases (tenant, family_id, holder, proposal_id, expires_at)
+               VALUES (%(t)s, %(f)s, %(h)s, %(p)s, %(e)s)
+               ON CONFLICT (tenant, family_id) DO UPDATE
+                 SET holder = EXCLUDED.holder, proposal_id = EXCLUDED.proposal_id, expires_at = EXCLUDED.expires_at
+                 WHERE governance_leases.expires_at <= %(now)s OR governance_leases.holder = EXCLUDED.holder
+               RETURNING family_id""",
+            {"t": tenant, "f": family_id, "h": holder, "p": proposal_id, "e": now + ttl, "now": now})
+        if cur.fetchone() is None:
+            cur.execute("SELECT * FROM governance_leases WHERE family_id = %s", (family_id,))
+            return cur.fetchone()
+    return None
+
+
+def release_leases(cur: Cursor, family_ids: list[UUID], holder: str, now: datetime) -> None:
+    cur.execute("""UPDATE governance_leases SET expires_at = %s
+                   WHERE family_id = ANY(%s) AND holder = %s AND expires_at > %s""",
+                (now, family_ids, holder, now))
