@@ -1,4 +1,5 @@
-"""`python -m replay.demo`: learn from two demo incidents in a fresh tenant and print one briefing."""
+"""`python -m replay.demo`: learn from two demo incidents in a fresh tenant, print one briefing and one
+governance preview."""
 
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ def main() -> None:
     console.rule(f"[bold]briefing for tenant {tenant}[/bold]")
     console.print(f"request: {request}")
     print_briefing(client.briefing(request))
+    preview = client.request("POST", "/v1/governance/preview", json={})
+    console.rule(f"[bold]governance preview (run {preview['run_id']}): proposals only, nothing changed[/bold]")
+    for p in preview["proposals"]:
+        console.print(f"{p['kind']:>14} -> {p['change']['action']:<11} {p['reason']}")
+    if not preview["proposals"]:
+        console.print("no proposals: every record is fresh, used and unique")
 
 
 if __name__ == "__main__":

@@ -179,3 +179,42 @@ def record_op(request: Request, family_id: UUID, op: str, svc: Svc, who: Reviewe
     except OpsloreError as exc:
         return back(here, request, f"Not done: {exc.message}")
     return back(here, request, "Unknown action or missing field.")
+
+
+# ---------------------------------------------------------------- governance tab
+@router.get("/governance", response_class=HTMLResponse)
+def governance(request: Request, svc: Svc, who: Reviewer) -> HTMLResponse:
+    return render(request, "governance.html", proposals=svc.governance.proposals(who, "proposed", None),
+                  decided=[p for p in svc.governance.proposals(who, None, None, limit=50) if p.state != "proposed"])
+
+
+@router.post("/governance/preview")
+def governance_preview(request: Request, svc: Svc, who: Reviewer, _: Csrf) -> Response:
+    found = svc.governance.preview(who)
+    return back("/ui/governance", request, f"Preview wrote {len(found.proposals)} open proposal(s); nothing changed.")
+
+
+@router.get("/governance/{proposal_id}", response_class=HTMLResponse)
+def governance_proposal(request: Request, proposal_id: UUID, svc: Svc, who: Reviewer) -> HTMLResponse:
+    return render(request, "proposal.html", **svc.governance.detail(who, proposal_id))
+
+
+@router.post("/governance/{proposal_id}/{op}")
+def governance_op(request: Request, proposal_id: UUID, op: str, svc: Svc, who: Reviewer, _: Csrf,
+                  reason: Annotated[str, Form()] = "") -> Response:
+    here = f"/ui/governance/{proposal_id}"
+    try:
+        if op == "execute":
+            done = svc.governance.execute(who, proposal_id)
+            return back(here, request, "Executed: " + ", ".join(f"{w.state} v{w.version}" for w in done.wrote))
+        if not reason.strip():
+            return back(here, request, "A reason is required.")
+        if op == "dismiss":
+            svc.governance.dismiss(who, proposal_id, reason.strip())
+            return back("/ui/governance", request, "Proposal dismissed.")
+        if op == "revert":
+            svc.governance.revert(who, proposal_id, reason.strip())
+            return back(here, request, "Reverted.")
+    except OpsloreError as exc:
+        return back(here, request, f"Not done: {exc.message}")
+    return back(here, request, "Unknown action.")

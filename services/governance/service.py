@@ -92,6 +92,20 @@ class GovernanceService:
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             return view(self._proposal(cur, principal, proposal_id, lock=False))
 
+    def detail(self, principal: Principal, proposal_id: UUID) -> dict[str, Any]:
+        """A proposal with the current versions it names and, for a consolidation, the version it would write
+        (computed, not stored): what a reviewer reads before executing."""
+        principal.require("reviewer")
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            row = self._proposal(cur, principal, proposal_id, lock=False)
+            basis = [(UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]]
+            versions = [R.get_version(cur, f, v) or {} for f, v in basis]
+        merged = None
+        if row["change"]["action"] == "consolidate" and all(versions):
+            contents = [R.content_of(v) for v in versions]
+            merged = consolidate(contents[0], contents[1:], datetime.now(UTC)).model_dump(mode="json")
+        return {"proposal": view(row), "versions": versions, "consolidated": merged}
+
     # ------------------------------------------------------------------ execute
     def execute(self, principal: Principal, proposal_id: UUID, now: datetime | None = None) -> ExecuteResponse:
         principal.require("reviewer")

@@ -113,3 +113,25 @@ def test_login_requires_a_reviewer_and_forms_require_csrf(
     forged = OpsloreClient(settings.api_url, "")
     response = forged.http.post("/ui/login", data={"api_key": agent.key})
     assert response.status_code == 403  # no CSRF token
+
+
+def test_governance_tab_previews_shows_the_consolidation_and_executes(browser: Browser, tenant_client: TenantFactory,
+                                                                      settings: Settings) -> None:
+    client = tenant_client()
+    for incident, service in (("INC-G1", "checkout-api"), ("INC-G2", "payments")):
+        client.append(resolved_incident(incident, service=service))
+        cand = eventually(lambda i=incident: client.candidates(incident_id=i, state="pending"))[0]  # type: ignore[misc]
+        client.approve(str(cand["candidate_id"]), resolution="new_family")
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    log_in(page, settings, client.key)
+    page.get_by_role("link", name="Governance").click()
+    page.get_by_role("button", name="Preview now").click()
+    expect(page.get_by_role("status")).to_contain_text("nothing changed")
+    page.get_by_role("link", name="duplicate").click()
+    expect(page.get_by_role("heading", name="Consolidated version it would write")).to_be_visible()
+    expect(page.locator(".diff-new")).to_contain_text("INC-G1, INC-G2")
+    shot(page, "5-governance-proposal")
+    page.get_by_role("button", name="Execute").click()
+    expect(page.get_by_role("status")).to_contain_text("Executed: active v2, consolidated v1")
+    records = client.records(state="active")
+    assert len(records) == 1 and set(records[0]["source_incidents"]) == {"INC-G1", "INC-G2"}
