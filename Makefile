@@ -43,6 +43,7 @@ replay: up  ## scenario corpora, real postmortems vs BM25/embedding, memory-on/o
 bench: up  ## benchmarks, JSON into bench/results/
 	$(PY) -m bench.run
 	$(PY) -m bench.mcp  # MCP get_briefing next to the HTTP briefing, same run
+	$(PY) -m bench.governance  # proposal counts on the replay corpora, preview and execute latency
 
 chaos: up  ## fuzz every endpoint from the OpenAPI schema (schemathesis; fails on any 5xx); outages run in make test
 	$(PY) -m pip install -q --disable-pip-version-check 'schemathesis>=4.3'

@@ -6,7 +6,8 @@ carries what it was based on (family id and version as read), its reason and the
 
 Jobs:
 - `expire`: the validity window has passed.
-- `stale`: not verified within the horizon -> re-verify (audit marker), or expire past twice the horizon.
+- `stale`: not verified within the horizon -> a re-verification request (audit marker). Age alone never
+  expires a lesson: expiry comes from a validity window, disuse or refutation.
 - `duplicate`: same project and root-cause category, near-identical root cause and signals -> one
   consolidated version of the family with the most sources, the others marked consolidated into it.
 - `never_hit`: never cited by a briefing within `never_hit_days` of its creation -> expire.
@@ -112,9 +113,8 @@ def stale(families: Iterable[Family], policy: Policy) -> list[Proposal]:
         checked = f.last_verified_at or f.valid_from
         if f.level == "permanent" or policy.now - checked <= horizon:
             continue
-        action = "expire" if policy.now - checked > 2 * horizon else "reverify"
-        out.append(_single("stale", f, action, f"not verified since {checked:%Y-%m-%d} "
-                                               f"(horizon {policy.stale_after_days} days)"))
+        out.append(_single("stale", f, "reverify", f"not verified since {checked:%Y-%m-%d} "
+                                                   f"(horizon {policy.stale_after_days} days): run its checks"))
     return out
 
 

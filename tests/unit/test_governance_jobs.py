@@ -36,13 +36,13 @@ def test_expire_only_past_windows_and_never_permanent() -> None:
     assert found[0].change == {"action": "expire"} and found[0].based_on == ((past.family_id, 1),)
 
 
-def test_stale_reverifies_then_expires() -> None:
+def test_stale_asks_for_reverification_and_never_expires_by_age_alone() -> None:
     policy = J.Policy(now=NOW, stale_after_days=90)
     fresh = fam()
     old = fam(last_verified_at=NOW - timedelta(days=100))
     ancient = fam(last_verified_at=NOW - timedelta(days=200))
     actions = {p.family_ids[0]: p.change["action"] for p in J.stale([fresh, old, ancient], policy)}
-    assert actions == {old.family_id: "reverify", ancient.family_id: "expire"}
+    assert actions == {old.family_id: "reverify", ancient.family_id: "reverify"}
 
 
 def test_never_hit_and_low_confidence() -> None:
