@@ -20,6 +20,13 @@ if [ "${#need[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 "$here/kafka.sh" install
+# kustomize renders deploy/kubernetes in the tests: kubectl's built-in one, else a kustomize binary, else
+# one built from the Go module proxy into the cache (about two minutes, once per machine)
+if ! command -v kubectl >/dev/null && ! command -v kustomize >/dev/null && [ ! -x "$OPSLORE_CACHE_DIR/bin/kustomize" ] \
+   && command -v go >/dev/null; then
+  log "go install kustomize v5.5.0 into $OPSLORE_CACHE_DIR/bin"
+  GOBIN="$OPSLORE_CACHE_DIR/bin" GOFLAGS=-mod=mod go install sigs.k8s.io/kustomize/kustomize/v5@v5.5.0
+fi
 PY=${PYTHON:-python3}
 if ! $PY -c "import services, kafka, psycopg, fastapi, jieba, hypothesis" 2>/dev/null \
    || [ "$root/pyproject.toml" -nt "$OPSLORE_STATE_DIR/.pip-installed" ]; then

@@ -31,6 +31,7 @@ from services.collectors.kubernetes import KubernetesCollector, api_client
 from services.collectors.prometheus import PrometheusCollector
 from services.collectors.signals import load_rules
 from services.collectors.verify import HintVerifier, VerificationService
+from services.common import logs
 from services.common.db import Database
 from services.common.errors import OpsloreError
 from services.common.kafka import ensure_topics, producer_factory
@@ -45,10 +46,11 @@ from services.projector.queries import EpisodeQueries
 from services.review.service import ReviewService
 
 log = logging.getLogger("opslore.api")
+access = logging.getLogger("opslore.access")
 
 
 def build_services(settings: Settings) -> Services:
-    db = Database(settings.database_url, max_size=16)
+    db = Database(settings.database_url, max_size=settings.db_pool_size)
     db.open()
     ensure_topics(settings)
     gateway = LedgerGateway(producer_factory(settings, "opslore-gateway"), settings.topic)
@@ -143,7 +145,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        request_id = uuid.uuid4().hex
+        ctx = logs.current()
+        request_id = ctx.request_id if ctx and ctx.request_id else uuid.uuid4().hex
         log.error("unexpected error %s on %s %s", request_id, request.method, request.url.path, exc_info=exc)
         return _error(500, "internal", f"unexpected error; request id {request_id}")
 
@@ -163,6 +166,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
             app.state.services.readiness.close()
             app.state.services.db.close()
 
+    logs.configure(settings.log_format)
     app = FastAPI(title="opslore", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
 
@@ -175,11 +179,18 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
 
     @app.middleware("http")
     async def _timing(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        ctx = logs.begin(request.headers.get("traceparent"), request.headers.get("x-request-id"))
         start = time.perf_counter()
         response = await call_next(request)
+        elapsed = time.perf_counter() - start
         route = request.scope.get("route")
         path = getattr(route, "path", "unmatched")
-        REQUEST_SECONDS.labels(path, request.method, str(response.status_code)).observe(time.perf_counter() - start)
+        REQUEST_SECONDS.labels(path, request.method, str(response.status_code)).observe(elapsed)
+        response.headers["x-request-id"] = ctx.request_id or ""
+        response.headers["traceparent"] = ctx.traceparent() or ""
+        access.info("%s %s %s", request.method, path, response.status_code,
+                    extra={"fields": {"method": request.method, "route": path, "status": response.status_code,
+                                      "ms": round(elapsed * 1000, 1)}})
         return response
 
     app.include_router(router)

@@ -10,6 +10,7 @@ from fastapi import Depends, Header, Request
 from services.api.readiness import ReadinessProbe
 from services.briefing.service import BriefingService
 from services.collectors.verify import VerificationService
+from services.common import logs
 from services.common.db import Database
 from services.common.settings import Settings
 from services.gateway.keys import ApiKeyService, Principal
@@ -46,7 +47,9 @@ def principal(request: Request, authorization: Annotated[str | None, Header()] =
     token = None
     if authorization and authorization.lower().startswith("bearer "):
         token = authorization[7:].strip()
-    return services(request).keys.authenticate(token)
+    caller = services(request).keys.authenticate(token)
+    logs.bind(tenant=caller.tenant)
+    return caller
 
 
 Svc = Annotated[Services, Depends(services)]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Body, Query, Response
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from schemas.alerts import AlertmanagerWebhook
 from schemas.api import (
@@ -34,7 +35,7 @@ from schemas.api import (
     Whoami,
 )
 from services.api.deps import Caller, Svc
-from services.api.metrics import BRIEFING_HINTS, EVENTS_ACCEPTED
+from services.api.metrics import EVENTS_ACCEPTED, exposition, observe_briefing
 from services.common.paging import DEFAULT_LIMIT, MAX_LIMIT, PageRequest
 from services.gateway.keys import whoami_of
 
@@ -59,8 +60,9 @@ def readyz(svc: Svc) -> JSONResponse:
 
 
 @router.get("/metrics")
-def metrics() -> Response:
-    return PlainTextResponse(generate_latest().decode(), media_type=CONTENT_TYPE_LATEST)
+def metrics(svc: Svc) -> Response:
+    """Prometheus text: every API process's samples and the review queue read from PostgreSQL."""
+    return PlainTextResponse(exposition(svc.db).decode(), media_type=CONTENT_TYPE_LATEST)
 
 
 @router.get("/v1/whoami", response_model=Whoami)
@@ -168,8 +170,9 @@ def rollback(family_id: UUID, body: RollbackRequest, svc: Svc, caller: Caller) -
 
 @router.post("/v1/briefings")
 def briefing(body: BriefingRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+    start = time.perf_counter()
     response = svc.briefing.brief(caller, body)
-    BRIEFING_HINTS.observe(len(response.hints))
+    observe_briefing(response, time.perf_counter() - start)
     return response.wire()
 
 

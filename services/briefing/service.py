@@ -32,6 +32,7 @@ from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank
 from services.briefing.render import render
 from services.briefing.semantic import SemanticIndex
 from services.briefing.warnings import WarningContext, warnings_for
+from services.common import logs
 from services.common.db import Cursor, Database
 from services.common.errors import NotFound
 from services.common.settings import Settings
@@ -104,6 +105,7 @@ class BriefingService:
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             response = self._answer(cur, principal, req, now)
             self._record(cur, principal, req, response)
+        logs.bind(briefing_id=str(response.briefing_id), incident_id=req.incident_id)
         return response
 
     def search(self, principal: Principal, req: RecordSearchRequest, now: datetime | None = None) -> list[Hint]:

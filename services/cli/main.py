@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,14 +53,21 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 @app.command()
-def api(host: str | None = None, port: int | None = None) -> None:
-    """Run the HTTP API (default 127.0.0.1:9001)."""
+def api(host: str | None = None, port: int | None = None,
+        workers: Annotated[int | None, typer.Option(help="processes; default OPSLORE_API_WORKERS")] = None) -> None:
+    """Run the HTTP API (default 127.0.0.1:9001) with OPSLORE_API_WORKERS processes; SIGTERM drains
+    in-flight requests for up to 20 s."""
+    import os
+    import tempfile
+
     import uvicorn
 
-    from services.api.app import create_app
-
     s = get_settings()
-    uvicorn.run(create_app(s), host=host or s.api_host, port=port or s.api_port, log_level="warning")
+    n = workers or s.api_workers
+    if n > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # /metrics sums every worker's samples
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="opslore-metrics-")
+    uvicorn.run("services.api.app:create_app", factory=True, host=host or s.api_host, port=port or s.api_port,
+                workers=n, log_config=None, access_log=False, timeout_graceful_shutdown=20)
 
 
 @app.command()
@@ -96,11 +102,15 @@ def topics() -> None:
 @projector_app.command("run")
 def projector_run() -> None:
     """Consume the ledger and maintain episodes and candidates until SIGTERM."""
+    from prometheus_client import start_http_server
+
+    from services.common import logs
     from services.common.db import Database
     from services.projector.runner import ProjectorRunner
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     s = get_settings()
+    logs.configure(s.log_format)
+    start_http_server(s.projector_metrics_port, addr=s.projector_metrics_host)
     db = Database(s.database_url, max_size=2)
     db.open()
     try:

@@ -28,6 +28,12 @@ class Settings(BaseSettings):
     admin_token: str = Field(default="", repr=False)
     api_host: str = "127.0.0.1"
     api_port: int = 9001
+    log_format: str = "text"  # text | json (one JSON object per line with tenant, incident, briefing, trace ids)
+    projector_metrics_host: str = "127.0.0.1"
+    projector_metrics_port: int = 9101  # the projector's /metrics (lag per partition, events, dead letters)
+    governance_metrics_host: str = "127.0.0.1"
+    api_workers: int = 1  # API processes (uvicorn workers); one connection pool each
+    db_pool_size: int = 16  # connections per API process
     api_url: str = "http://127.0.0.1:9001"
     api_key: str = Field(default="", repr=False)
     # MCP over streamable HTTP: Host headers accepted at /mcp (DNS-rebinding protection); "*" disables the check

@@ -23,6 +23,7 @@ from schemas.ledger import (
     bind_event,
     parse_submitted_event,
 )
+from services.common import logs
 from services.common.errors import Forbidden, InvalidInput, TooLarge, Unavailable
 from services.common.kafka import COMMIT_SECONDS, commit_within
 from services.gateway.keys import Principal
@@ -79,6 +80,14 @@ def validate_request(body: Any, principal: Principal, now: datetime) -> list[Led
 MAX_EVENT_BYTES = 900_000
 
 
+def trace_headers() -> list[tuple[str, bytes]]:
+    """The request's W3C `traceparent` as a Kafka header, so a projected event links back to the request
+    that appended it (the projector logs it with anything it does to the event)."""
+    ctx = logs.current()
+    parent = ctx.traceparent() if ctx else None
+    return [("traceparent", parent.encode())] if parent else []
+
+
 class LedgerGateway:
     """Appends validated events to the ledger, one Kafka transaction per request.
 
@@ -117,7 +126,8 @@ class LedgerGateway:
         try:
             producer = self._producer = self._producer or self._factory()
             producer.begin_transaction()
-            futures = [producer.send(self.topic, key=r.kafka_key, value=v)
+            headers = trace_headers()
+            futures = [producer.send(self.topic, key=r.kafka_key, value=v, headers=headers)
                        for r, v in zip(records, values, strict=True)]
             commit_within(producer)
             for f in futures:

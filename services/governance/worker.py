@@ -80,9 +80,12 @@ def run_forever(settings: Settings) -> None:
     from apscheduler.schedulers.blocking import BlockingScheduler
     from prometheus_client import start_http_server
 
+    from services.common import logs
+
+    logs.configure(settings.log_format)
     db = Database(settings.database_url, max_size=4)
     db.open()
-    start_http_server(settings.governance_metrics_port, addr="127.0.0.1")
+    start_http_server(settings.governance_metrics_port, addr=settings.governance_metrics_host)
     worker = GovernanceWorker(db, settings)
     scheduler = BlockingScheduler(timezone="UTC")
     scheduler.add_job(worker.tick, "interval", seconds=settings.governance_interval_seconds,

@@ -12,6 +12,25 @@ from services.common.errors import NotFound
 from services.gateway.keys import Principal
 
 
+def resume_view(body: dict[str, Any]) -> dict[str, Any]:
+    """Session memory for an agent that resumes the investigation (another replica, after a crash): the
+    hypotheses still open, those judged, the trusted evidence so far and what is still missing. Derived
+    when read, so the projection itself stays exactly what the ledger produces."""
+    hypotheses = list((body.get("hypotheses") or {}).values())
+    open_ = [h for h in hypotheses if h.get("status") == "proposed"]
+    trusted = [o for o in body.get("observations") or [] if o.get("trust") == "trusted_tool"]
+    questions = [f"verify or refute: {h['statement']}" for h in open_]
+    if not trusted:
+        questions.append("no trusted tool evidence yet: query the live systems")
+    if body.get("status") == "open" and not body.get("root_cause"):
+        questions.append("root cause not established")
+    return {"open_hypotheses": open_,
+            "judged_hypotheses": [h for h in hypotheses if h.get("status") != "proposed"],
+            "trusted_evidence": [{"event_id": o["event_id"], "summary": o["summary"], "query": o.get("query")}
+                                 for o in trusted],
+            "misleading_signals": body.get("misleading_signals") or [], "open_questions": questions}
+
+
 class EpisodeQueries:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -24,7 +43,7 @@ class EpisodeQueries:
         if row is None or (principal.project and row["project"] != principal.project):
             raise NotFound(f"no episode for incident {incident_id}")
         body: dict[str, Any] = row["body"]
-        return body
+        return {**body, "resume": resume_view(body)}
 
     def export(self, principal: Principal, since: datetime | None, incident_id: str | None) -> Iterator[bytes]:
         """The tenant's ledger records as stored on the topic (NDJSON lines), in ledger order.

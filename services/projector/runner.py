@@ -24,6 +24,7 @@ import contextlib
 import logging
 import signal
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,12 +34,22 @@ from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, Offse
 from pydantic import ValidationError
 
 from schemas.ledger import LedgerRecord
+from services.common import logs
 from services.common.db import Cursor, Database, set_tenant
 from services.common.kafka import ensure_topics, ledger_consumer, plain_producer
 from services.common.settings import Settings
+from services.projector import metrics as M
 from services.projector import policy, store
 
 log = logging.getLogger("opslore.projector")
+
+
+def traceparent_of(rec: Any) -> str | None:
+    """The `traceparent` header the gateway stamped on the record, if any."""
+    for key, value in rec.headers or []:
+        if key == "traceparent" and value:
+            return bytes(value).decode("ascii", errors="replace")
+    return None
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,7 @@ class ProjectorRunner:
                     self.poll_once()
                     backoff = RESTART_BACKOFF[0]
             except Exception:
+                M.RESTARTS.inc()
                 log.exception("projector loop failed; restarting from the stored offsets in %.1fs", backoff)
                 self.stop_event.wait(backoff)
                 backoff = min(backoff * 2, RESTART_BACKOFF[1])
@@ -142,9 +154,23 @@ class ProjectorRunner:
         if not polled:
             return BatchResult()
         records = [r for batch in polled.values() for r in batch]
+        start = time.perf_counter()
         result, offsets = self._project(records)
         self._commit_kafka(offsets)
+        self._observe(result, offsets, time.perf_counter() - start)
         return result
+
+    def _observe(self, result: BatchResult, offsets: dict[int, int], seconds: float) -> None:
+        M.EVENTS.labels("applied").inc(result.applied)
+        M.EVENTS.labels("duplicate").inc(result.duplicates)
+        M.EVENTS.labels("dead_letter").inc(result.dead_letters)
+        M.BATCH_SECONDS.observe(seconds)
+        M.LAST_BATCH.set_to_current_time()
+        assert self.consumer is not None
+        for partition, offset in offsets.items():
+            end = self.consumer.highwater(TopicPartition(self.topic, partition))
+            if end is not None:
+                M.LAG.labels(str(partition)).set(max(0, end - offset))
 
     def _project(self, records: list[Any]) -> tuple[BatchResult, dict[int, int]]:
         result = BatchResult()
@@ -223,6 +249,8 @@ class ProjectorRunner:
                 state = store.load_episode(cur, event.tenant, event.incident_id)
                 store.apply_changes(cur, event.tenant, policy.project(state, event))
         except Exception as exc:  # a projection bug must not stop the partition
+            logs.begin(traceparent_of(rec))  # the failure's log line carries the appending request's trace id
+            logs.bind(tenant=event.tenant, incident_id=event.incident_id)
             log.exception("projection failed at %s/%s", rec.partition, rec.offset)
             dead.append(DeadLetter(rec.partition, rec.offset, f"projection failed: {exc!r}"[:2000], bytes(rec.value)))
             return "dead"

@@ -154,3 +154,19 @@ def test_stdio_transport_forwards_with_the_key_from_the_environment(
     assert out["who"]["role"] == "agent" and out["who"]["tenant"] == getattr(reviewer, "tenant")  # noqa: B009
     assert out["brief"]["hints"][0]["family_id"] == family
     assert out["bad"].is_error and "not_found" in out["bad"].content[0].text
+
+
+def test_a_resuming_agent_gets_the_session_memory(tenant: tuple[OpsloreClient, OpsloreClient, str],
+                                                  settings: Settings) -> None:
+    _, agent, _ = tenant
+    agent.append(resolved_incident("INC-RESUME", verify=False)[:3])  # opened, observed, hypothesis proposed
+    eventually(lambda: (agent.episode("INC-RESUME") or {}).get("event_count") == 3)
+
+    async def work(c: Client) -> dict[str, Any]:  # a new session, as another replica would open it
+        return _data(await c.call_tool("get_episode", {"incident_id": "INC-RESUME"}))
+
+    resume = _session(_http(settings, agent.key), work)["resume"]
+    assert [h["statement"] for h in resume["open_hypotheses"]] == ["pool exhausted"]
+    assert resume["trusted_evidence"][0]["summary"] == "db_pool_saturation observed"
+    assert "verify or refute: pool exhausted" in resume["open_questions"]
+    assert "root cause not established" in resume["open_questions"]
