@@ -78,14 +78,14 @@ class GovernanceWorker:
 
 def run_forever(settings: Settings) -> None:
     from apscheduler.schedulers.blocking import BlockingScheduler
-    from prometheus_client import start_http_server
 
     from services.common import logs
+    from services.common.metrics_server import serve_metrics
 
     logs.configure(settings.log_format)
     db = Database(settings.database_url, max_size=4)
     db.open()
-    start_http_server(settings.governance_metrics_port, addr=settings.governance_metrics_host)
+    serve_metrics(settings.governance_metrics_host, settings.governance_metrics_port)
     worker = GovernanceWorker(db, settings)
     scheduler = BlockingScheduler(timezone="UTC")
     scheduler.add_job(worker.tick, "interval", seconds=settings.governance_interval_seconds,
