@@ -412,10 +412,6 @@ def records_rollback(family_id: str, to: Annotated[int, typer.Option("--to")],
     console.print(f"family {out['family_id']} now at version {out['version']}")
 
 
-if __name__ == "__main__":
-    app()
-
-
 @app.command("backup")
 def backup_cmd(directory: Path) -> None:
     """Back up the governed tables (one consistent snapshot), the whole ledger and the index metadata into
@@ -436,3 +432,7 @@ def restore_cmd(directory: Path) -> None:
 
     report = restore(get_settings(), directory, project=project_until_caught_up)
     console.print(f"restored and verified: {report}")
+
+
+if __name__ == "__main__":
+    app()

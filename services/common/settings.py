@@ -1,66 +1,88 @@
-"""Settings from `OPSLORE_*` environment variables and an optional TOML/env config file.
+"""Settings from `OPSLORE_*` environment variables, an optional `.env`-style file and secret files.
 
-The file is named by `OPSLORE_CONFIG` (a `.env`-style file); environment variables win over it.
+Precedence: environment variables, then the file named by `OPSLORE_CONFIG`, then files in the directory
+named by `OPSLORE_SECRETS_DIR` (a Kubernetes secret mount: one file per setting, named like the variable,
+e.g. `opslore_database_url`), then the defaults below. `docs/settings.md` is generated from this model
+(`python -m services.common.settings_doc`); a test keeps it current.
 """
 
 from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import Field
+from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SECRET: JsonDict = {"secret": True}  # marks a field for docs/settings.md; such fields never repr
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="OPSLORE_", env_file=os.environ.get("OPSLORE_CONFIG"), extra="ignore"
+        env_prefix="OPSLORE_", env_file=os.environ.get("OPSLORE_CONFIG"), extra="ignore",
+        secrets_dir=os.environ.get("OPSLORE_SECRETS_DIR"),
     )
 
-    database_url: str = "postgresql://opslore_app:opslore-app@127.0.0.1:5433/opslore"
-    owner_database_url: str = "postgresql://opslore_owner:opslore-owner@127.0.0.1:5433/opslore"
-    kafka_bootstrap: str = "127.0.0.1:9092"
-    topic: str = "evidence-ledger"
-    dlq_topic: str = "evidence-ledger-dlq"
-    topic_partitions: int = 6
-    consumer_group: str = "opslore-projector"
-    ready_max_lag: int = 10_000  # /readyz fails when the projector is further behind the ledger than this
-    admin_token: str = Field(default="", repr=False)
-    api_host: str = "127.0.0.1"
-    api_port: int = 9001
-    log_format: str = "text"  # text | json (one JSON object per line with tenant, incident, briefing, trace ids)
-    projector_metrics_host: str = "127.0.0.1"
-    projector_metrics_port: int = 9101  # the projector's /metrics (lag per partition, events, dead letters)
-    governance_metrics_host: str = "127.0.0.1"
-    api_workers: int = 1  # API processes (uvicorn workers); one connection pool each
-    db_pool_size: int = 16  # connections per API process
-    api_url: str = "http://127.0.0.1:9001"
-    api_key: str = Field(default="", repr=False)
-    # MCP over streamable HTTP: Host headers accepted at /mcp (DNS-rebinding protection); "*" disables the check
-    mcp_allowed_hosts: list[str] = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    # storage and ledger
+    database_url: str = Field("postgresql://opslore_app:opslore-app@127.0.0.1:5433/opslore",
+                              repr=False, json_schema_extra=SECRET,
+                              description="PostgreSQL DSN of the application role (no BYPASSRLS)")
+    owner_database_url: str = Field("postgresql://opslore_owner:opslore-owner@127.0.0.1:5433/opslore",
+                                    repr=False, json_schema_extra=SECRET,
+                                    description="DSN of the owner role: migrations, rebuild, backup, restore")
+    db_pool_size: int = Field(16, description="connections per API process")
+    kafka_bootstrap: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers")
+    topic: str = Field("evidence-ledger", description="the ledger topic")
+    dlq_topic: str = Field("evidence-ledger-dlq", description="dead letters of the projector")
+    topic_partitions: int = Field(6, description="partitions of the ledger topic when opslore creates it")
+    consumer_group: str = Field("opslore-projector", description="the projector's consumer group")
+    ready_max_lag: int = Field(10_000, description="/readyz fails when the projector is further behind than this")
+    # API
+    admin_token: str = Field("", repr=False, json_schema_extra=SECRET,
+                             description="bootstrap token; may only create API keys")
+    api_host: str = Field("127.0.0.1", description="address the API binds")
+    api_port: int = Field(9001, description="port the API binds")
+    api_workers: int = Field(1, description="API processes (uvicorn workers), one connection pool each")
+    api_url: str = Field("http://127.0.0.1:9001", description="where the CLI, SDK and `opslore mcp` find the API")
+    api_key: str = Field("", repr=False, json_schema_extra=SECRET,
+                         description="the key the CLI, SDK and `opslore mcp` act with")
+    mcp_allowed_hosts: list[str] = Field(["127.0.0.1:*", "localhost:*", "[::1]:*"],
+                                         description='Host headers accepted at /mcp (JSON list; ["*"] turns the '
+                                                     "DNS-rebinding check off)")
+    ui_secret: str | None = Field(None, repr=False, json_schema_extra=SECRET,
+                                  description="signs review-UI session cookies; random per process when unset")
+    ui_secure_cookie: bool = Field(False, description="mark the UI cookie Secure (behind HTTPS)")
+    # observability
+    log_format: Literal["text", "json"] = Field("text", description="json: one object per line with tenant, "
+                                                                    "incident, briefing and trace ids")
+    projector_metrics_host: str = Field("127.0.0.1", description="address of the projector's /metrics")
+    projector_metrics_port: int = Field(9101, description="port of the projector's /metrics (0: off)")
+    governance_metrics_host: str = Field("127.0.0.1", description="address of the governance worker's /metrics")
+    governance_metrics_port: int = Field(9102, description="port of the governance worker's /metrics (0: off)")
     # briefing
-    briefing_min_score: float = 0.5
-    stale_after_days: int = 90
-    episodic_half_life_days: float = 30.0
-    low_confidence_below: float = 0.5
-    alias_file: str | None = None
-    embedding: str = "off"  # off | hash-ngram: the optional semantic branch (services/briefing/semantic.py)
-    # governance (services/governance): job thresholds and the worker (`opslore governance run`)
-    governance_never_hit_days: int = 90
-    governance_min_refutations: int = 2
-    governance_duplicate_similarity: float = 0.5
-    governance_interval_seconds: int = 3600  # how often the worker previews every tenant
-    governance_auto_expire: bool = True  # the worker executes `expire` proposals (validity passed) itself
-    governance_metrics_port: int = 9102  # the worker's /metrics
+    briefing_min_score: float = Field(0.5, description="abstain below this relevance")
+    stale_after_days: int = Field(90, description="hints not verified for longer warn `stale`; governance "
+                                                  "proposes re-verification")
+    episodic_half_life_days: float = Field(30.0, description="decay of episodic memories in ranking")
+    low_confidence_below: float = Field(0.5, description="hints below this confidence warn `low_confidence`")
+    alias_file: str | None = Field(None, description="extra alias dictionary (YAML); then run "
+                                                     "`opslore index reindex-lexical`")
+    embedding: Literal["off", "e5-small", "hash-ngram"] = Field("off", description="the optional semantic branch")
+    # governance
+    governance_never_hit_days: int = Field(90, description="`never_hit`: not cited by a briefing in this many days")
+    governance_min_refutations: int = Field(2, description="`low_confidence`: refuted at least this often and "
+                                                           "more than adopted")
+    governance_duplicate_similarity: float = Field(0.5, description="`duplicate`: root-cause and signal Jaccard")
+    governance_interval_seconds: int = Field(3600, description="how often the worker previews every tenant")
+    governance_auto_expire: bool = Field(True, description="the worker executes `expire` proposals itself")
     # live checks (collectors and hint verification)
-    prometheus_url: str | None = None
-    kube_host: str | None = None  # an API server URL; otherwise kubeconfig / in-cluster configuration
-    kubeconfig: str | None = None
-    kube_namespace: str = "default"
-    signal_rules: str | None = None
-    # review UI sessions (signed cookie); a random secret per process when unset
-    ui_secret: str | None = Field(default=None, repr=False)
-    ui_secure_cookie: bool = False  # set true behind HTTPS  # extra signal rules (YAML), merged over the shipped ones
+    prometheus_url: str | None = Field(None, description="Prometheus for collectors and hint verification")
+    kube_host: str | None = Field(None, description="Kubernetes API server URL (else kubeconfig / in-cluster)")
+    kubeconfig: str | None = Field(None, description="kubeconfig path")
+    kube_namespace: str = Field("default", description="namespace of Kubernetes checks")
+    signal_rules: str | None = Field(None, description="extra signal rules (YAML), merged over the shipped ones")
 
 
 @lru_cache(maxsize=1)

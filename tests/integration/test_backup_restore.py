@@ -28,7 +28,7 @@ from tests.factories import resolved_incident
 
 pytestmark = pytest.mark.integration
 BOOTSTRAP = Principal(key_id=None, tenant=None, project=None, role="admin", bootstrap=True)
-QUESTIONS = [BriefingRequest(alert={"name": "HighErrorRate"}, services=["checkout-api"],  # type: ignore[arg-type]
+QUESTIONS = [BriefingRequest(alert={"name": "HighErrorRate"}, services=["checkout-api"],
                              signals=["db_pool_saturation"]),
              BriefingRequest(text="payments pool exhausted by slow queries", services=["payments"]),
              BriefingRequest(text="dns nxdomain for the edge")]
@@ -72,14 +72,13 @@ def populate(s: Settings) -> dict[str, list[dict[str, Any]]]:
 def hints_of(s: Settings) -> dict[str, list[list[tuple[str, int, float, str]]]]:
     db = Database(s.database_url, max_size=2)
     db.open()
-    keys, out = ApiKeyService(db, ""), {}
+    out = {}
     try:
         svc = BriefingService(db, s)
         for tenant in ("alpha", "beta"):
             who = Principal(key_id=uuid.uuid4(), tenant=tenant, project="default", role="agent")
             out[tenant] = [[(str(h.family_id), h.version, h.score, h.summary) for h in svc.brief(who, q).hints]
                            for q in QUESTIONS]
-        assert keys is not None
     finally:
         db.close()
     return out
