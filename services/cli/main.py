@@ -102,15 +102,14 @@ def topics() -> None:
 @projector_app.command("run")
 def projector_run() -> None:
     """Consume the ledger and maintain episodes and candidates until SIGTERM."""
-    from prometheus_client import start_http_server
-
     from services.common import logs
     from services.common.db import Database
+    from services.common.metrics_server import serve_metrics
     from services.projector.runner import ProjectorRunner
 
     s = get_settings()
     logs.configure(s.log_format)
-    start_http_server(s.projector_metrics_port, addr=s.projector_metrics_host)
+    serve_metrics(s.projector_metrics_host, s.projector_metrics_port)
     db = Database(s.database_url, max_size=2)
     db.open()
     try:
