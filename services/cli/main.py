@@ -58,6 +58,7 @@ def api(host: str | None = None, port: int | None = None,
     """Run the HTTP API (default 127.0.0.1:9001) with OPSLORE_API_WORKERS processes; SIGTERM drains
     in-flight requests for up to 20 s."""
     import os
+    import secrets
     import tempfile
 
     import uvicorn
@@ -66,6 +67,8 @@ def api(host: str | None = None, port: int | None = None,
     n = workers or s.api_workers
     if n > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # /metrics sums every worker's samples
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="opslore-metrics-")
+    if n > 1 and not s.ui_secret:  # one cookie-signing secret for every worker of this server
+        os.environ["OPSLORE_UI_SECRET"] = secrets.token_urlsafe(32)
     uvicorn.run("services.api.app:create_app", factory=True, host=host or s.api_host, port=port or s.api_port,
                 workers=n, log_config=None, access_log=False, timeout_graceful_shutdown=20)
 
