@@ -69,8 +69,26 @@ def api(host: str | None = None, port: int | None = None,
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="opslore-metrics-")
     if n > 1 and not s.ui_secret:  # one cookie-signing secret for every worker of this server
         os.environ["OPSLORE_UI_SECRET"] = secrets.token_urlsafe(32)
-    uvicorn.run("services.api.app:create_app", factory=True, host=host or s.api_host, port=port or s.api_port,
-                workers=n, log_config=None, access_log=False, timeout_graceful_shutdown=20)
+    bind_host, bind_port = host or s.api_host, port or s.api_port
+    target: dict[str, Any] = {"host": bind_host, "port": bind_port}
+    listener = listening_socket(bind_host, bind_port) if n > 1 else None  # kept open for the workers
+    if listener is not None:  # workers share our socket: with TCP_NODELAY set on it, which uvicorn's does not get
+        target = {"fd": listener.fileno()}
+    uvicorn.run("services.api.app:create_app", factory=True, workers=n, log_config=None, access_log=False,
+                timeout_graceful_shutdown=20, **target)
+
+
+def listening_socket(host: str, port: int) -> Any:
+    """A TCP listening socket with TCP_NODELAY (inherited by accepted connections): without it, workers of a
+    multi-process uvicorn answer keep-alive clients 40 ms late (Nagle against delayed ACK)."""
+    import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
 
 
 @app.command()
