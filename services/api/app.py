@@ -31,7 +31,7 @@ from services.collectors.kubernetes import KubernetesCollector, api_client
 from services.collectors.prometheus import PrometheusCollector
 from services.collectors.signals import load_rules
 from services.collectors.verify import HintVerifier, VerificationService
-from services.common import logs
+from services.common import logs, tracing
 from services.common.db import Database
 from services.common.errors import OpsloreError
 from services.common.kafka import ensure_topics, producer_factory
@@ -167,6 +167,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
             app.state.services.db.close()
 
     logs.configure(settings.log_format)
+    tracing.configure(settings.otel_exporter_otlp_endpoint)
     app = FastAPI(title="opslore", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
 
@@ -180,6 +181,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     @app.middleware("http")
     async def _timing(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         ctx = logs.begin(request.headers.get("traceparent"), request.headers.get("x-request-id"))
+        ctx.trace_id = tracing.current_trace_id() or ctx.trace_id  # the server span's, when tracing is on
         start = time.perf_counter()
         response = await call_next(request)
         elapsed = time.perf_counter() - start
@@ -199,6 +201,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.add_middleware(SessionMiddleware, secret_key=settings.ui_secret or secrets.token_urlsafe(32),
                        session_cookie="opslore_ui", same_site="strict", https_only=settings.ui_secure_cookie,
                        max_age=8 * 3600)
+
+    tracing.instrument_app(app)
 
     @app.exception_handler(ui.LoginRequired)
     async def _login(_: Request, __: ui.LoginRequired) -> RedirectResponse:

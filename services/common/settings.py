@@ -57,6 +57,8 @@ class Settings(BaseSettings):
     # observability
     log_format: Literal["text", "json"] = Field("text", description="json: one object per line with tenant, "
                                                                     "incident, briefing and trace ids")
+    otel_exporter_otlp_endpoint: str | None = Field(None, description="OTLP/HTTP collector (e.g. "
+                                                    "http://otel-collector:4318); tracing is off when unset")
     projector_metrics_host: str = Field("127.0.0.1", description="address of the projector's /metrics")
     projector_metrics_port: int = Field(9101, description="port of the projector's /metrics (0: off)")
     governance_metrics_host: str = Field("127.0.0.1", description="address of the governance worker's /metrics")

@@ -23,7 +23,7 @@ from schemas.ledger import (
     bind_event,
     parse_submitted_event,
 )
-from services.common import logs
+from services.common import logs, tracing
 from services.common.errors import Forbidden, InvalidInput, TooLarge, Unavailable
 from services.common.kafka import COMMIT_SECONDS, commit_within
 from services.gateway.keys import Principal
@@ -126,12 +126,13 @@ class LedgerGateway:
         try:
             producer = self._producer = self._producer or self._factory()
             producer.begin_transaction()
-            headers = trace_headers()
-            futures = [producer.send(self.topic, key=r.kafka_key, value=v, headers=headers)
-                       for r, v in zip(records, values, strict=True)]
-            commit_within(producer)
-            for f in futures:
-                f.get(timeout=COMMIT_SECONDS)
+            with tracing.producing(self.topic, len(records)) as carrier:
+                headers = [(k, v.encode()) for k, v in carrier.items()] or trace_headers()
+                futures = [producer.send(self.topic, key=r.kafka_key, value=v, headers=headers)
+                           for r, v in zip(records, values, strict=True)]
+                commit_within(producer)
+                for f in futures:
+                    f.get(timeout=COMMIT_SECONDS)
         except KafkaError as exc:
             self._discard(timeout=0)
             raise Unavailable(f"the ledger did not accept the events: {exc}") from exc
