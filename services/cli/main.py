@@ -121,7 +121,8 @@ def topics() -> None:
 
 
 @projector_app.command("run")
-def projector_run() -> None:
+def projector_run(processes: Annotated[int, typer.Option(min=1, help="projector processes sharing the "
+                                                          "ledger's partitions (one consumer group)")] = 1) -> None:
     """Consume the ledger and maintain episodes and candidates until SIGTERM."""
     from services.common import logs
     from services.common.db import Database
@@ -130,6 +131,11 @@ def projector_run() -> None:
 
     s = get_settings()
     logs.configure(s.log_format)
+    if processes > 1:
+        from services.projector.supervisor import supervise
+
+        supervise(s, processes)
+        return
     serve_metrics(s.projector_metrics_host, s.projector_metrics_port)
     db = Database(s.database_url, max_size=2)
     db.open()

@@ -81,9 +81,13 @@ class _SeekToStoredOffsets(ConsumerRebalanceListener):  # type: ignore[misc]
         self.runner = runner
 
     def on_partitions_revoked(self, revoked: Any) -> None:
-        return None
+        """Called inside poll(), between batches: the last batch's transaction has committed, so the
+        partitions leave with their offsets stored in PostgreSQL and nothing half-applied."""
+        log.info("partitions revoked: %s", sorted(tp.partition for tp in revoked))
 
     def on_partitions_assigned(self, assigned: Any) -> None:
+        log.info("partitions assigned: %s (seeking to the offsets stored with the projection)",
+                 sorted(tp.partition for tp in assigned))
         self.runner.seek_to_stored(list(assigned))
 
 
