@@ -23,8 +23,9 @@ demo: up  ## bring the stack up, replay the scenarios and demo incidents, print 
 	$(PY) -m replay run ../shared/scenarios replay/scenarios --report replay/results/demo.json
 	$(PY) -m replay.demo
 
-lint:  ## ruff
-	$(PY) -m ruff check schemas services replay tests bench
+lint:  ## ruff and the import-linter layer contracts (.importlinter)
+	$(PY) -m ruff check opslore schemas services replay tests bench
+	lint-imports
 
 typecheck:  ## mypy --strict
 	$(PY) -m mypy

@@ -21,9 +21,7 @@ from starlette.routing import Route
 
 from schemas.guard import Problem, UnsafeInput, text_problem
 from services.api import ui
-from services.api.deps import Services
 from services.api.metrics import REQUEST_SECONDS
-from services.api.readiness import ReadinessProbe
 from services.api.routes import router
 from services.briefing.semantic import SemanticIndex, make_embedder
 from services.briefing.service import BriefingService
@@ -36,12 +34,14 @@ from services.common.db import Database
 from services.common.errors import OpsloreError
 from services.common.kafka import ensure_topics, producer_factory
 from services.common.settings import Settings, get_settings
+from services.container import Services
 from services.gateway.keys import ApiKeyService
 from services.gateway.service import LedgerGateway
 from services.governance.service import GovernanceService
 from services.intake.alertmanager import AlertIntake
 from services.mcp_server.server import http_server
 from services.memory.service import MemoryService
+from services.operations.readiness import ReadinessProbe
 from services.projector.queries import EpisodeQueries
 from services.review.service import ReviewService
 

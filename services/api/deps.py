@@ -2,40 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
-from services.api.readiness import ReadinessProbe
-from services.briefing.service import BriefingService
-from services.collectors.verify import VerificationService
 from services.common import logs
-from services.common.db import Database
-from services.common.settings import Settings
-from services.gateway.keys import ApiKeyService, Principal
-from services.gateway.service import LedgerGateway
-from services.governance.service import GovernanceService
-from services.intake.alertmanager import AlertIntake
-from services.memory.service import MemoryService
-from services.projector.queries import EpisodeQueries
-from services.review.service import ReviewService
-
-
-@dataclass
-class Services:
-    settings: Settings
-    db: Database
-    keys: ApiKeyService
-    gateway: LedgerGateway
-    memory: MemoryService
-    review: ReviewService
-    briefing: BriefingService
-    episodes: EpisodeQueries
-    verification: VerificationService
-    readiness: ReadinessProbe
-    intake: AlertIntake
-    governance: GovernanceService
+from services.container import Services
+from services.gateway.keys import Principal
 
 
 def services(request: Request) -> Services:

@@ -17,9 +17,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from schemas.memory import ApprovalEdits
-from services.api.deps import Services, services
+from services.api.deps import services
 from services.common.errors import Forbidden, OpsloreError, Unauthenticated
 from services.common.paging import MAX_LIMIT, PageRequest
+from services.container import Services
 from services.gateway.keys import Principal
 from services.review.service import Resolution
 

@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 from uuid import UUID
 
 from schemas.api import BriefingRequest, BriefingResponse, FeedbackRequest, Hint, RecordSearchRequest, Whoami
-from services.api.deps import Services
+from services.container import Services
 from services.gateway.keys import Principal, whoami_of
 
 Verdict = Literal["adopted", "refuted", "ignored"]

@@ -8,11 +8,10 @@ supersede/correct/rollback append a version and move the current pointer with a 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from schemas.memory import VersionContent
-from services.briefing.semantic import SemanticIndex
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from services.common.paging import PageRequest, page
@@ -29,8 +28,16 @@ def version_view(row: Row) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k not in hidden}
 
 
+class VersionIndexer(Protocol):
+    """A derived index kept in the version's transaction (the embedding branch's `SemanticIndex` is one);
+    memory writes through it without knowing the briefing package."""
+
+    def index_version(self, cur: Cursor, tenant: str, family_id: UUID, version: int,
+                      content: VersionContent) -> None: ...
+
+
 class MemoryService:
-    def __init__(self, db: Database, semantic: SemanticIndex | None = None) -> None:
+    def __init__(self, db: Database, semantic: VersionIndexer | None = None) -> None:
         self.db = db
         self.semantic = semantic
 
