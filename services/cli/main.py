@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.cli import operations
 from services.cli.client import ApiError, OpsloreClient
 from services.cli.governance import governance_app
 from services.common.errors import OpsloreError
@@ -34,6 +35,9 @@ app.add_typer(index_app, name="index")
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(collect_app, name="collect")
 app.add_typer(governance_app, name="governance")
+app.command("mcp")(operations.mcp)
+app.command("backup")(operations.backup_cmd)
+app.command("restore")(operations.restore_cmd)
 console = Console()
 
 
@@ -89,18 +93,6 @@ def listening_socket(host: str, port: int) -> Any:
     sock.bind((host, port))
     sock.set_inheritable(True)
     return sock
-
-
-@app.command()
-def mcp() -> None:
-    """MCP over stdio for desktop agents (Claude, Cursor): forwards to the API at OPSLORE_API_URL with the
-    key in OPSLORE_API_KEY. Streamable HTTP needs no command: the API serves it at /mcp."""
-    from services.mcp_server.server import run_stdio
-
-    s = get_settings()
-    if not s.api_key:
-        raise typer.BadParameter("set OPSLORE_API_KEY: the agent key this MCP server acts with")
-    run_stdio(s)
 
 
 @db_app.command("migrate")
@@ -436,28 +428,6 @@ def records_rollback(family_id: str, to: Annotated[int, typer.Option("--to")],
     """Restore the content of an earlier version as a new current version."""
     out = _call(_client().record_op, family_id, "rollback", {"to_version": to, "reason": reason})
     console.print(f"family {out['family_id']} now at version {out['version']}")
-
-
-@app.command("backup")
-def backup_cmd(directory: Path) -> None:
-    """Back up the governed tables (one consistent snapshot), the whole ledger and the index metadata into
-    DIRECTORY (owner database role; Kafka)."""
-    from services.operations.backup import backup
-
-    manifest = backup(get_settings(), directory)
-    console.print(f"backed up {manifest['ledger_records']} ledger records and {len(manifest['tenants'])} "
-                  f"tenants into {directory}")
-
-
-@app.command("restore")
-def restore_cmd(directory: Path) -> None:
-    """Restore a backup into an EMPTY database and topic: migrate, replay the ledger, load the governed
-    tables, project, reindex, and verify every table's checksum against the backup."""
-    from services.operations.backup import restore
-    from services.operations.catchup import project_until_caught_up
-
-    report = restore(get_settings(), directory, project=project_until_caught_up)
-    console.print(f"restored and verified: {report}")
 
 
 if __name__ == "__main__":
