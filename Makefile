@@ -46,6 +46,7 @@ bench: up  ## benchmarks, JSON into bench/results/
 	$(PY) -m bench.mcp  # MCP get_briefing next to the HTTP briefing, same run
 	$(PY) -m bench.governance  # proposal counts on the replay corpora, preview and execute latency
 	$(PY) -m bench.throughput  # briefings/s at 1, 8 and 32 clients next to a no-op endpoint
+	$(PY) -m bench.projector_scaleout  # projector events/s with 1, 2 and 6 processes, identical projections
 
 chaos: up  ## fuzz every endpoint from the OpenAPI schema (schemathesis; fails on any 5xx); outages run in make test
 	$(PY) -m pip install -q --disable-pip-version-check 'schemathesis>=4.3'
