@@ -23,23 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
-from bench.run import OUT, checksums, drop_database, fresh_database, fresh_topic, log, produce, run_projector
+from bench.run import OUT, applied, checksums, drop_database, fresh_database, fresh_topic, log, produce, run_projector
 from services.common.settings import Settings, get_settings
 
 EVENTS = int(os.environ.get("CHAOS_EVENTS", 100_000))
 KILLS = int(os.environ.get("CHAOS_KILLS", 20))
-
-
-def applied(db_url: str) -> int:
-    total = 0
-    with psycopg.connect(db_url) as conn:
-        for t in range(20):
-            conn.execute("SELECT set_config('opslore.tenant', %s, false)", (f"bench-t{t:03d}",))
-            row = conn.execute("SELECT count(*) FROM ledger_events").fetchone()
-            total += int(row[0]) if row else 0
-    return total
 
 
 def start_projector(settings: Settings, db_url: str, topic: str, group: str) -> subprocess.Popen[bytes]:

@@ -21,22 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
-from bench.run import checksums, drop_database, fresh_database, fresh_topic, log, produce
+from bench.run import applied, checksums, drop_database, fresh_database, fresh_topic, log, produce
 from services.common.settings import get_settings
 
 RESULTS = Path(__file__).parent / "results"
-
-
-def stored(db_url: str) -> int:
-    total = 0
-    with psycopg.connect(db_url) as conn:
-        for t in range(20):
-            conn.execute("SELECT set_config('opslore.tenant', %s, false)", (f"bench-t{t:03d}",))
-            row = conn.execute("SELECT count(*) FROM ledger_events").fetchone()
-            total += int(row[0]) if row else 0
-    return total
 
 
 def project(db_url: str, topic: str, processes: int, expected: int) -> dict[str, Any]:
@@ -47,7 +35,7 @@ def project(db_url: str, topic: str, processes: int, expected: int) -> dict[str,
     proc = subprocess.Popen([sys.executable, "-m", "services.cli.main", "projector", "run", "--processes",
                              str(processes)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        while (done := stored(db_url)) < expected:
+        while (done := applied(db_url)) < expected:
             if time.perf_counter() - start > 900:
                 raise TimeoutError(f"{processes} processes: {done}/{expected} after 900 s")
             time.sleep(0.25)

@@ -152,6 +152,17 @@ def run_projector(settings: Settings, db_url: str, topic: str, group: str, expec
     return {"events": done, "seconds": round(seconds, 2), "events_per_s": round(done / seconds)}
 
 
+def applied(db_url: str) -> int:
+    """Event rows stored in a bench database (its 20 tenants): how far a projector got."""
+    total = 0
+    with psycopg.connect(db_url) as conn:
+        for t in range(20):
+            conn.execute("SELECT set_config('opslore.tenant', %s, false)", (f"bench-t{t:03d}",))
+            row = conn.execute("SELECT count(*) FROM ledger_events").fetchone()
+            total += int(row[0]) if row else 0
+    return total
+
+
 def checksums(db_url: str) -> dict[str, str]:
     out = {}
     with psycopg.connect(db_url) as conn:
