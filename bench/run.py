@@ -31,11 +31,11 @@ from bench.generate import ARCHETYPES, Picker, ledger, record_content, record_do
 from schemas.api import BriefingRequest
 from schemas.memory import VersionContent
 from services.briefing.service import BriefingService
+from services.common.auth import Principal
 from services.common.db import Database
 from services.common.kafka import LEDGER_TOPIC_CONFIG, producer_factory
 from services.common.migrate import apply_migrations
 from services.common.settings import Settings, get_settings
-from services.gateway.keys import Principal
 from services.gateway.service import LedgerGateway
 from services.lexicon import index as lexical
 from services.memory.records import content_hash

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replay.ledger_io import import_ledger, read_ledger
 from services.cli.client import OpsloreClient
+from services.cli.ledger_io import import_ledger, read_ledger
 
 VOLATILE = {"tenant", "candidate_ids", "family_id", "candidate_id", "created_at", "created_by", "state_changed_at",
             "valid_from", "content_hash", "owner", "supersedes", "family_state", "project", "review", "proposal",

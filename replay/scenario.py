@@ -88,7 +88,9 @@ def event_id(scenario: str, incident: str, position: int) -> uuid.UUID:
 
 
 def ledger_events(scenario: Scenario, incident: ScenarioIncident) -> list[dict[str, Any]]:
-    """Envelopes for the gateway: deterministic ids, local refs resolved to event ids."""
+    """Envelopes for the gateway: deterministic ids, local refs resolved to event ids. Built field by field,
+    not through `schemas.ledger.envelope`: a scenario may carry an invalid type or trust on purpose (the
+    gateway must reject it), and the builder would refuse it first."""
     refs = {e.ref: str(event_id(scenario.name, incident.id, i)) for i, e in enumerate(incident.events) if e.ref}
     out = []
     for i, e in enumerate(incident.events):

@@ -6,18 +6,15 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from schemas.ledger import LedgerRecord, SubmittedEvent, bind_event
+from schemas.ledger import LedgerRecord, SubmittedEvent, bind_event, envelope
 
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
 
 
 def raw_event(kind: str, incident: str, payload: dict[str, Any], *, trust: str = "trusted_tool",
               minute: int = 0, event_id: uuid.UUID | None = None) -> dict[str, Any]:
-    return {
-        "event_id": str(event_id or uuid.uuid4()), "type": kind, "incident_id": incident,
-        "occurred_at": (T0 + timedelta(minutes=minute)).isoformat(),
-        "writer": {"kind": "tool", "id": "test"}, "trust": trust, "payload": payload,
-    }
+    return envelope(kind, incident, payload, writer_kind="tool", writer_id="test", trust=trust,
+                    at=T0 + timedelta(minutes=minute), event_id=event_id)
 
 
 def record(raw: dict[str, Any], tenant: str = "acme", project: str = "default") -> LedgerRecord:

@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 
 from services.common import logs
+from services.common.auth import Principal
 from services.container import Services
-from services.gateway.keys import Principal
 
 
 def services(request: Request) -> Services:

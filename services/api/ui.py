@@ -18,10 +18,10 @@ from fastapi.templating import Jinja2Templates
 
 from schemas.memory import ApprovalEdits
 from services.api.deps import services
+from services.common.auth import Principal
 from services.common.errors import Forbidden, OpsloreError, Unauthenticated
 from services.common.paging import MAX_LIMIT, PageRequest
 from services.container import Services
-from services.gateway.keys import Principal
 from services.review.service import Resolution
 
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))

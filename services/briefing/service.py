@@ -26,17 +26,17 @@ from schemas.api import (
     Hint,
     RecordSearchRequest,
 )
-from schemas.ledger import EventType, LedgerRecord, Trust, Writer
-from services.briefing import candidates as C
+from schemas.ledger import EventType, LedgerRecord, Trust, envelope
+from services.briefing import retrieval as C
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank
 from services.briefing.render import render
 from services.briefing.semantic import SemanticIndex
 from services.briefing.warnings import WarningContext, warnings_for
 from services.common import logs
+from services.common.auth import Principal
 from services.common.db import Cursor, Database
 from services.common.errors import NotFound
 from services.common.settings import Settings
-from services.gateway.keys import Principal
 from services.gateway.service import LedgerGateway
 from services.lexicon import index as lexical
 from services.lexicon.analyzer import analyze
@@ -211,11 +211,8 @@ class BriefingService:
             raise NotFound("no such briefing", field="briefing_id")
         if str(body.family_id) not in {c["family_id"] for c in row["cited"]}:
             raise NotFound("that briefing did not cite this family", field="family_id")
-        event = {
-            "event_id": str(uuid.uuid4()), "type": EventType.BRIEFING_FEEDBACK.value,
-            "incident_id": body.incident_id, "occurred_at": datetime.now(UTC).isoformat(),
-            "writer": Writer(kind="agent", id=principal.actor).model_dump(), "trust": Trust.USER_STATED.value,
-            "payload": {"briefing_id": str(briefing_id), "family_id": str(body.family_id),
-                        "verdict": body.verdict, "evidence_refs": [str(e) for e in body.evidence_refs]},
-        }
+        event = envelope(EventType.BRIEFING_FEEDBACK, body.incident_id, {
+            "briefing_id": str(briefing_id), "family_id": str(body.family_id), "verdict": body.verdict,
+            "evidence_refs": [str(e) for e in body.evidence_refs]}, writer_kind="agent", writer_id=principal.actor,
+            trust=Trust.USER_STATED)
         return self.gateway.append(event, principal)[0]

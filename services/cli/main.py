@@ -202,7 +202,7 @@ def ledger_export(since: Annotated[str | None, typer.Option(help="RFC 3339 time"
 @ledger_app.command("import")
 def ledger_import(path: Path, keep_project: bool = False) -> None:
     """Append a ledger file to the key's tenant (event ids kept: importing twice is a no-op)."""
-    from replay.ledger_io import import_ledger, read_ledger
+    from services.cli.ledger_io import import_ledger, read_ledger
 
     try:
         sent = _call(import_ledger, _client(), read_ledger(path), keep_project=keep_project)

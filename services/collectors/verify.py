@@ -14,12 +14,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from schemas.ledger import EventType, Trust, envelope
 from services.collectors.kubernetes import KubernetesCollector
 from services.collectors.observations import observation
 from services.collectors.prometheus import CollectorError, PrometheusCollector
+from services.common.auth import Principal
 from services.common.db import Database
 from services.common.errors import NotFound
-from services.gateway.keys import Principal
 from services.gateway.service import LedgerGateway
 
 FEEDBACK = {"supported": "adopted", "refuted": "refuted"}
@@ -131,10 +132,8 @@ class VerificationService:
                                               query=o.query, signals=o.signals_now, values=o.values, at=now))
             if v.verdict in FEEDBACK:
                 refs = [e["event_id"] for e in events if e["payload"].get("query") in {o.query for o in v.checks}]
-                events.append({
-                    "event_id": str(uuid.uuid4()), "type": "briefing.feedback", "incident_id": incident_id,
-                    "occurred_at": now.isoformat(), "writer": {"kind": "tool", "id": "opslore-verifier"},
-                    "trust": "trusted_tool",
-                    "payload": {"briefing_id": str(briefing_id), "family_id": v.family_id,
-                                "verdict": FEEDBACK[v.verdict], "evidence_refs": refs}})
+                events.append(envelope(EventType.BRIEFING_FEEDBACK, incident_id, {
+                    "briefing_id": str(briefing_id), "family_id": v.family_id, "verdict": FEEDBACK[v.verdict],
+                    "evidence_refs": refs}, writer_kind="tool", writer_id="opslore-verifier",
+                    trust=Trust.TRUSTED_TOOL, at=now))
         return events

@@ -11,44 +11,11 @@ import hmac
 import secrets
 import uuid
 from dataclasses import dataclass
-from typing import Literal
 
 from schemas.api import Whoami
+from services.common.auth import ROLE_RANK, Principal
 from services.common.db import Database
 from services.common.errors import Forbidden, InvalidInput, Unauthenticated
-
-Role = Literal["agent", "reviewer", "admin"]
-ROLE_RANK: dict[str, int] = {"agent": 1, "reviewer": 2, "admin": 3}
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling: everything the API does is scoped by these fields, never by the request body."""
-
-    key_id: uuid.UUID | None
-    tenant: str | None  # None only for the bootstrap token
-    project: str | None
-    role: str
-    bootstrap: bool = False
-    service: str | None = None  # an internal worker acting for the tenant (e.g. "governance-worker")
-
-    @property
-    def actor(self) -> str:
-        if self.service:
-            return f"service:{self.service}"
-        return "bootstrap" if self.bootstrap else f"key:{self.key_id}"
-
-    def require(self, role: Role) -> None:
-        if self.bootstrap:
-            raise Forbidden("the bootstrap token can only create API keys")
-        if ROLE_RANK[self.role] < ROLE_RANK[role]:
-            raise Forbidden(f"this key has role {self.role!r}; {role!r} is required")
-
-    @property
-    def scoped_tenant(self) -> str:
-        if self.tenant is None:
-            raise Forbidden("this credential is not bound to a tenant")
-        return self.tenant
 
 
 def whoami_of(principal: Principal) -> Whoami:

@@ -24,9 +24,9 @@ from schemas.ledger import (
     parse_submitted_event,
 )
 from services.common import logs, tracing
+from services.common.auth import Principal
 from services.common.errors import Forbidden, InvalidInput, TooLarge, Unavailable
 from services.common.kafka import COMMIT_SECONDS, commit_within
-from services.gateway.keys import Principal
 
 MAX_BATCH = 1000
 DEFAULT_PROJECT = "default"

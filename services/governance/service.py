@@ -22,10 +22,10 @@ from uuid import UUID, uuid4
 
 from schemas.api import ExecuteResponse, PreviewResponse, ProposalView, Wrote
 from schemas.memory import CandidateDraft
+from services.common.auth import Principal
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, NotFound
 from services.common.settings import Settings
-from services.gateway.keys import Principal
 from services.governance import jobs as J
 from services.governance import store as S
 from services.memory import records as R

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 
 from prometheus_client import Counter, Histogram
 
+from services.common.auth import Principal
 from services.common.db import Database
 from services.common.errors import Conflict
 from services.common.settings import Settings
-from services.gateway.keys import Principal
 from services.governance.service import GovernanceService
 from services.memory.service import MemoryService
 from services.review.service import ReviewService

@@ -25,8 +25,8 @@ from typing import Any
 from schemas.alerts import AlertmanagerAlert, AlertmanagerWebhook, IntakeAnswer, IntakeIncident
 from schemas.api import BriefingRequest
 from services.briefing.service import BriefingService
+from services.common.auth import Principal
 from services.common.db import Cursor, Database
-from services.gateway.keys import Principal
 from services.gateway.service import LedgerGateway
 
 NAMESPACE = uuid.UUID("5b0f3c62-4b7e-4a53-9a51-7c1f1d0b6a10")

@@ -13,8 +13,9 @@ from typing import Any, Literal, Protocol
 from uuid import UUID
 
 from schemas.api import BriefingRequest, BriefingResponse, FeedbackRequest, Hint, RecordSearchRequest, Whoami
+from services.common.auth import Principal
 from services.container import Services
-from services.gateway.keys import Principal, whoami_of
+from services.gateway.keys import whoami_of
 
 Verdict = Literal["adopted", "refuted", "ignored"]
 

@@ -23,10 +23,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
+from services.common.auth import Principal
 from services.common.errors import OpsloreError
 from services.common.settings import Settings
 from services.container import Services
-from services.gateway.keys import Principal
 from services.mcp_server.backend import AgentBackend, LocalBackend
 from services.mcp_server.tools import INSTRUCTIONS, register
 from services.sdk.client import Client

@@ -12,10 +12,10 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from schemas.memory import VersionContent
+from services.common.auth import Principal
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from services.common.paging import PageRequest, page
-from services.gateway.keys import Principal
 from services.lexicon import index as lexical
 from services.memory import records as R
 from services.memory.content import cap_authority, superseding

@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from schemas.ledger import LedgerRecord
+from services.common.auth import Principal
 from services.common.db import Database
 from services.common.errors import NotFound
-from services.gateway.keys import Principal
 
 
 def resume_view(body: dict[str, Any]) -> dict[str, Any]:

@@ -15,10 +15,10 @@ from typing import Any, Literal
 from uuid import UUID, uuid5
 
 from schemas.memory import ApprovalEdits, CandidateDraft, VersionContent
+from services.common.auth import Principal
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from services.common.paging import PageRequest, page
-from services.gateway.keys import Principal
 from services.memory import records as R
 from services.memory.content import from_draft, merge_into
 from services.memory.service import MemoryService

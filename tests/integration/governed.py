@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from schemas.memory import CandidateDraft, EvidenceRef
 from services.briefing.semantic import SemanticIndex
 from services.briefing.service import BriefingService
+from services.common.auth import Principal
 from services.common.db import Database
 from services.common.settings import Settings
-from services.gateway.keys import Principal
 from services.governance.service import GovernanceService
 from services.memory.service import MemoryService
 from services.projector.policy import NewCandidate

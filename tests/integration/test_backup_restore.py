@@ -14,10 +14,11 @@ import pytest
 
 from schemas.api import BriefingRequest
 from services.briefing.service import BriefingService
+from services.common.auth import Principal
 from services.common.db import Database
 from services.common.kafka import producer_factory
 from services.common.settings import Settings
-from services.gateway.keys import ApiKeyService, Principal
+from services.gateway.keys import ApiKeyService
 from services.gateway.service import LedgerGateway
 from services.governance.service import GovernanceService
 from services.memory.service import MemoryService

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from services.common.auth import Principal
 from services.common.errors import Conflict
-from services.gateway.keys import Principal
 from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
 
 pytestmark = pytest.mark.integration

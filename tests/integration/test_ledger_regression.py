@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from replay.ledger_io import import_ledger
 from replay.regress import regress
 from services.cli.client import ApiError, OpsloreClient
+from services.cli.ledger_io import import_ledger
 from services.common.settings import Settings
 from tests.conftest import TenantFactory
 from tests.factories import raw_event, resolved_incident

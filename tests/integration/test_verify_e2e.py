@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from schemas.ledger import envelope
 from services.api.app import create_app
 from services.cli.client import OpsloreClient
 from services.collectors.observations import observation
@@ -37,9 +37,7 @@ def client(settings: Settings, prom: LivePrometheus) -> Iterator[OpsloreClient]:
 
 
 def event(kind: str, incident: str, payload: dict[str, Any], trust: str = "trusted_tool") -> dict[str, Any]:
-    return {"event_id": str(uuid.uuid4()), "type": kind, "incident_id": incident, "trust": trust,
-            "occurred_at": datetime.now(UTC).isoformat(), "writer": {"kind": "agent", "id": "sre-agent"},
-            "payload": payload}
+    return envelope(kind, incident, payload, writer_kind="agent", writer_id="sre-agent", trust=trust)
 
 
 def collect(prom: LivePrometheus, incident: str) -> dict[str, Any]:
