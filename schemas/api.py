@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from schemas.guard import Guarded
 from schemas.ledger import BoundedTime, ShortText, TenantName
-from schemas.memory import ApprovalEdits
+from schemas.memory import ApprovalEdits, FamilyState, ProposalState
 
 LabelValue = Annotated[str, StringConstraints(max_length=1024)]
 Labels = Annotated[dict[ShortText, LabelValue], Field(max_length=64)]
@@ -186,7 +186,6 @@ class RecordSearchResponse(BaseModel):
 GovernanceJob = Literal["expire", "stale", "duplicate", "never_hit", "low_confidence", "promote"]
 
 
-ProposalState = Literal["proposed", "executed", "dismissed", "stale", "reverted"]
 
 
 class GovernancePreviewRequest(_Req):
@@ -231,7 +230,7 @@ class ProposalList(BaseModel):
 class Wrote(BaseModel):
     family_id: UUID
     version: int
-    state: str
+    state: FamilyState
 
 
 class ExecuteResponse(BaseModel):

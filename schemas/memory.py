@@ -7,6 +7,7 @@ These models are the JSON bodies stored in PostgreSQL and returned by the API.
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Literal
 from uuid import UUID
 
@@ -19,7 +20,45 @@ MAX_ACTIONS = 50
 
 MemoryType = Literal["semantic", "episodic", "procedural"]
 Authority = Literal["background", "clue", "suggestion", "rule"]
-LifecycleState = Literal["pending", "active", "superseded", "retracted", "expired", "rejected"]
+
+
+class FamilyState(StrEnum):
+    """`memory_families.state` (its CHECK constraint lists exactly these)."""
+
+    ACTIVE = "active"
+    RETRACTED = "retracted"
+    EXPIRED = "expired"
+    CONSOLIDATED = "consolidated"
+
+
+class VersionState(StrEnum):
+    """`memory_versions.state`: a version is active until superseded, or retracted/expired with its family."""
+
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    RETRACTED = "retracted"
+    EXPIRED = "expired"
+
+
+class CandidateState(StrEnum):
+    """A Memory Candidate's review state: pending until a `candidate_reviews.decision` row exists."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+class ProposalState(StrEnum):
+    """`governance_proposals.state`."""
+
+    PROPOSED = "proposed"
+    EXECUTED = "executed"
+    DISMISSED = "dismissed"
+    STALE = "stale"
+    REVERTED = "reverted"
+
+
+TERMINAL_FAMILY_STATES = frozenset({FamilyState.RETRACTED, FamilyState.EXPIRED})
 
 
 class _Model(BaseModel):

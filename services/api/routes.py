@@ -23,7 +23,6 @@ from schemas.api import (
     GovernancePreviewRequest,
     PreviewResponse,
     ProposalList,
-    ProposalState,
     ProposalView,
     RecordSearchRequest,
     RecordSearchResponse,
@@ -34,6 +33,7 @@ from schemas.api import (
     VerifyRequest,
     Whoami,
 )
+from schemas.memory import ProposalState
 from services.api.deps import Caller, Svc
 from services.api.metrics import EVENTS_ACCEPTED, exposition, observe_briefing
 from services.common.paging import DEFAULT_LIMIT, MAX_LIMIT, PageRequest

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from schemas.api import Warning_
+from schemas.ledger import Trust
 from services.briefing.rank import RankQuery
 
 
@@ -31,7 +32,7 @@ def warnings_for(q: RankQuery, row: dict[str, Any], confidence: float, ctx: Warn
         out.append(Warning_(code="stale", message=f"Last verified {(ctx.now - seen).days} days ago."))
     if confidence < ctx.low_confidence_below:
         out.append(Warning_(code="low_confidence", message=f"Confidence {confidence:.2f} is low."))
-    if (row.get("trust_mix") or {}).get("untrusted_text"):
+    if (row.get("trust_mix") or {}).get(Trust.UNTRUSTED_TEXT):
         out.append(Warning_(code="untrusted_source", message="Some evidence is untrusted text; withheld."))
     return out
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from schemas.ledger import EventType, envelope
+from schemas.ledger import EventType, Trust, envelope
 
 FREE_TEXT_SOURCES = {"ticket", "chat", "web", "logs", "other"}
 
 
 def observation(incident_id: str, source: str, summary: str, *, writer: str, query: str | None = None,
                 signals: list[str] | None = None, entities: list[str] | None = None,
-                values: dict[str, Any] | None = None, trust: str = "trusted_tool",
+                values: dict[str, Any] | None = None, trust: Trust = Trust.TRUSTED_TOOL,
                 at: datetime | None = None) -> dict[str, Any]:
     payload: dict[str, Any] = {"source": source, "summary": summary[:4000], "signals": signals or [],
                                "entities": entities or []}
@@ -40,7 +40,7 @@ class TextAdapter:
 
     def event(self, incident_id: str, text: str, *, signals: list[str] | None = None,
               raw_ref: str | None = None) -> dict[str, Any]:
-        trust = "trusted_tool" if self.trusted else "untrusted_text"
+        trust = Trust.TRUSTED_TOOL if self.trusted else Trust.UNTRUSTED_TEXT
         event = observation(incident_id, self.source, text, writer=self.writer,
                             signals=signals if self.trusted else [], trust=trust)
         if raw_ref:

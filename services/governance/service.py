@@ -21,7 +21,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from schemas.api import ExecuteResponse, PreviewResponse, ProposalView, Wrote
-from schemas.memory import CandidateDraft
+from schemas.memory import CandidateDraft, CandidateState, FamilyState, ProposalState, VersionState
 from services.common.auth import Principal
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, NotFound
@@ -34,7 +34,7 @@ from services.memory.service import MemoryService
 from services.review.service import ReviewService
 
 LEASE_TTL = timedelta(seconds=60)
-TERMINAL = {"expire": "expired", "retract": "retracted"}
+TERMINAL = {"expire": FamilyState.EXPIRED, "retract": FamilyState.RETRACTED}
 
 
 def view(row: Row) -> ProposalView:
@@ -78,7 +78,8 @@ class GovernanceService:
             basis = {(UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]}
             wanted = {UUID(c) for c in row["change"].get("candidates", [])}
             if not basis <= current or not wanted <= pending:
-                S.decide(cur, row["proposal_id"], "stale", principal.actor, "its basis moved since the preview", None)
+                S.decide(cur, row["proposal_id"], ProposalState.STALE, principal.actor,
+                         "its basis moved since the preview", None)
 
     # ------------------------------------------------------------------ reads
     def proposals(self, principal: Principal, state: str | None, kind: str | None,
@@ -112,21 +113,21 @@ class GovernanceService:
         now = now or datetime.now(UTC)
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self._proposal(cur, principal, proposal_id, lock=False)
-        if row["state"] == "executed":
+        if row["state"] == ProposalState.EXECUTED:
             return self._done(row, already=True)
-        if row["state"] != "proposed":
+        if row["state"] != ProposalState.PROPOSED:
             raise Conflict(f"this proposal is {row['state']}; run a new preview")
         with self._leases(principal, row, now), self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self._proposal(cur, principal, proposal_id, lock=True)
-            if row["state"] == "executed":
+            if row["state"] == ProposalState.EXECUTED:
                 return self._done(row, already=True)
-            if row["state"] != "proposed":
+            if row["state"] != ProposalState.PROPOSED:
                 raise Conflict(f"this proposal is {row['state']}; run a new preview")
             self._check_basis(cur, row)
             wrote = self._apply(cur, principal, row, now)
             result = {"wrote": [w.model_dump(mode="json") for w in wrote]}
-            S.decide(cur, proposal_id, "executed", principal.actor, None, result)
-        return ExecuteResponse(proposal_id=proposal_id, kind=row["kind"], state="executed", wrote=wrote)
+            S.decide(cur, proposal_id, ProposalState.EXECUTED, principal.actor, None, result)
+        return ExecuteResponse(proposal_id=proposal_id, kind=row["kind"], state=ProposalState.EXECUTED, wrote=wrote)
 
     @contextmanager
     def _leases(self, principal: Principal, row: Row, now: datetime) -> Iterator[None]:
@@ -166,7 +167,7 @@ class GovernanceService:
             b = row["based_on"][0]
             R.audit(cur, tenant=principal.scoped_tenant, family_id=UUID(b["family_id"]), version=int(b["version"]),
                     action="reverify_requested", actor=principal.actor, reason=reason, before=None, after=None)
-            return [Wrote(family_id=UUID(b["family_id"]), version=int(b["version"]), state="active")]
+            return [Wrote(family_id=UUID(b["family_id"]), version=int(b["version"]), state=FamilyState.ACTIVE)]
         if action == "consolidate":
             return self._consolidate(cur, principal, row, reason, now)
         if action == "promote":
@@ -174,13 +175,14 @@ class GovernanceService:
         raise Conflict(f"unknown governance action {action!r}")
 
     @staticmethod
-    def _terminal(cur: Cursor, principal: Principal, family_id: UUID, version: int, state: str,
+    def _terminal(cur: Cursor, principal: Principal, family_id: UUID, version: int, state: FamilyState,
                   reason: str) -> Wrote:
-        R.set_version_state(cur, family_id, version, state)
+        R.set_version_state(cur, family_id, version, VersionState(state.value))
         R.set_family_state(cur, family_id, state)
         R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
                 action=f"governance_{state}", actor=principal.actor, reason=reason,
-                before={"state": "active", "version": version}, after={"state": state, "version": version})
+                before={"state": FamilyState.ACTIVE.value, "version": version},
+                after={"state": state.value, "version": version})
         return Wrote(family_id=family_id, version=version, state=state)
 
     def _consolidate(self, cur: Cursor, principal: Principal, row: Row, reason: str, now: datetime) -> list[Wrote]:
@@ -192,17 +194,17 @@ class GovernanceService:
         assert fam is not None
         new = self.memory.append_version(cur, principal, fam, merged, keeper_version, action="consolidate",
                                          reason=reason)
-        wrote = [Wrote(family_id=keeper, version=new, state="active")]
+        wrote = [Wrote(family_id=keeper, version=new, state=FamilyState.ACTIVE)]
         for family_id, version in others:
-            R.set_version_state(cur, family_id, version, "superseded")
-            R.set_family_state(cur, family_id, "consolidated")
+            R.set_version_state(cur, family_id, version, VersionState.SUPERSEDED)
+            R.set_family_state(cur, family_id, FamilyState.CONSOLIDATED)
             R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
                     action="consolidated", actor=principal.actor, reason=reason,
-                    before={"state": "active", "version": version},
-                    after={"state": "consolidated", "into": f"{keeper}:{new}"})
+                    before={"state": FamilyState.ACTIVE.value, "version": version},
+                    after={"state": FamilyState.CONSOLIDATED.value, "into": f"{keeper}:{new}"})
             R.add_edge(cur, principal.scoped_tenant, ("version", f"{keeper}:{new}"), "consolidates",
                        ("version", f"{family_id}:{version}"))
-            wrote.append(Wrote(family_id=family_id, version=version, state="consolidated"))
+            wrote.append(Wrote(family_id=family_id, version=version, state=FamilyState.CONSOLIDATED))
         return wrote
 
     def _promote(self, cur: Cursor, principal: Principal, row: Row, reason: str, now: datetime) -> list[Wrote]:
@@ -213,17 +215,17 @@ class GovernanceService:
             merged = merged.model_copy(update={"owner": f"project:{rows[0]['project']}"})
         family_id, version = self.review.new_family(cur, principal, rows[0], merged, reason)
         for r in rows:
-            self.review.record_review(cur, principal, r, "approved", reason, family_id, version)
-        return [Wrote(family_id=family_id, version=version, state="active")]
+            self.review.record_review(cur, principal, r, CandidateState.APPROVED, reason, family_id, version)
+        return [Wrote(family_id=family_id, version=version, state=FamilyState.ACTIVE)]
 
     # ------------------------------------------------------------------ dismiss, revert
     def dismiss(self, principal: Principal, proposal_id: UUID, reason: str) -> ProposalView:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self._proposal(cur, principal, proposal_id, lock=True)
-            if row["state"] != "proposed":
+            if row["state"] != ProposalState.PROPOSED:
                 raise Conflict(f"this proposal is already {row['state']}")
-            S.decide(cur, proposal_id, "dismissed", principal.actor, reason, None)
+            S.decide(cur, proposal_id, ProposalState.DISMISSED, principal.actor, reason, None)
             return view(self._proposal(cur, principal, proposal_id, lock=False))
 
     def revert(self, principal: Principal, proposal_id: UUID, reason: str) -> ExecuteResponse:
@@ -233,13 +235,13 @@ class GovernanceService:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self._proposal(cur, principal, proposal_id, lock=True)
-            if row["state"] != "executed":
+            if row["state"] != ProposalState.EXECUTED:
                 raise Conflict(f"only an executed proposal can be reverted; this one is {row['state']}")
             wrote = [Wrote.model_validate(w) for w in row["result"]["wrote"]]
             note = f"revert of governance proposal {proposal_id}: {reason}"
             restored = self._revert(cur, principal, row, wrote, note)
-            S.decide(cur, proposal_id, "reverted", principal.actor, reason, None)
-        return ExecuteResponse(proposal_id=proposal_id, kind=row["kind"], state="reverted", wrote=restored)
+            S.decide(cur, proposal_id, ProposalState.REVERTED, principal.actor, reason, None)
+        return ExecuteResponse(proposal_id=proposal_id, kind=row["kind"], state=ProposalState.REVERTED, wrote=restored)
 
     def _revert(self, cur: Cursor, principal: Principal, row: Row, wrote: list[Wrote], note: str) -> list[Wrote]:
         current = S.current_versions(cur, [w.family_id for w in wrote])
@@ -248,7 +250,7 @@ class GovernanceService:
                 raise Conflict(f"family {w.family_id} changed after the execution; revert it by hand")
         action = row["change"]["action"]
         if action == "promote":
-            return [self._terminal(cur, principal, w.family_id, w.version, "retracted", note) for w in wrote]
+            return [self._terminal(cur, principal, w.family_id, w.version, FamilyState.RETRACTED, note) for w in wrote]
         out = []
         for b in row["based_on"]:
             family_id, version = UUID(b["family_id"]), int(b["version"])
@@ -259,27 +261,27 @@ class GovernanceService:
                 target = R.content_of(R.get_version(cur, family_id, version) or {})
                 new = self.memory.append_version(cur, principal, fam, target, done.version, action="rollback",
                                                  reason=note, rolled_back_to=version)
-                out.append(Wrote(family_id=family_id, version=new, state="active"))
-            elif done.state != "active":
+                out.append(Wrote(family_id=family_id, version=new, state=FamilyState.ACTIVE))
+            elif done.state != FamilyState.ACTIVE:
                 out.append(self._reactivate(cur, principal, family_id, version, done.state, note))
         return out
 
     @staticmethod
     def _reactivate(cur: Cursor, principal: Principal, family_id: UUID, version: int, state: str,
                     note: str) -> Wrote:
-        R.set_version_state(cur, family_id, version, "active")
-        R.set_family_state(cur, family_id, "active")
+        R.set_version_state(cur, family_id, version, VersionState.ACTIVE)
+        R.set_family_state(cur, family_id, FamilyState.ACTIVE)
         R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version, action="reactivate",
                 actor=principal.actor, reason=note, before={"state": state, "version": version},
-                after={"state": "active", "version": version})
-        return Wrote(family_id=family_id, version=version, state="active")
+                after={"state": FamilyState.ACTIVE.value, "version": version})
+        return Wrote(family_id=family_id, version=version, state=FamilyState.ACTIVE)
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
     def _done(row: Row, *, already: bool) -> ExecuteResponse:
         wrote = [Wrote.model_validate(w) for w in (row["result"] or {}).get("wrote", [])]
-        return ExecuteResponse(proposal_id=row["proposal_id"], kind=row["kind"], state="executed", wrote=wrote,
-                               already_executed=already)
+        return ExecuteResponse(proposal_id=row["proposal_id"], kind=row["kind"], state=ProposalState.EXECUTED,
+                               wrote=wrote, already_executed=already)
 
     @staticmethod
     def _proposal(cur: Cursor, principal: Principal, proposal_id: UUID, *, lock: bool) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from uuid import UUID, uuid4
 
 from psycopg.types.json import Jsonb
 
+from schemas.memory import ProposalState
 from services.common.db import Cursor, Row
 from services.governance.jobs import Candidate, Family, Proposal
 
@@ -97,7 +98,7 @@ def get_proposal(cur: Cursor, proposal_id: UUID, *, lock: bool) -> Row | None:
     return cur.fetchone()
 
 
-def decide(cur: Cursor, proposal_id: UUID, state: str, actor: str, note: str | None,
+def decide(cur: Cursor, proposal_id: UUID, state: ProposalState, actor: str, note: str | None,
            result: dict[str, Any] | None) -> None:
     cur.execute("""UPDATE governance_proposals SET state = %s, decided_at = now(), decided_by = %s,
                           decision_note = %s, result = coalesce(%s, result) WHERE proposal_id = %s""",

@@ -24,6 +24,7 @@ from typing import Any
 
 from schemas.alerts import AlertmanagerAlert, AlertmanagerWebhook, IntakeAnswer, IntakeIncident
 from schemas.api import BriefingRequest
+from schemas.ledger import Trust, envelope
 from services.briefing.service import BriefingService
 from services.common.auth import Principal
 from services.common.db import Cursor, Database
@@ -83,8 +84,8 @@ def resolved_event(tenant: str, alert: AlertmanagerAlert, received_at: datetime)
 
 def _envelope(tenant: str, alert: AlertmanagerAlert, kind: str, payload: dict[str, Any],
               at: datetime) -> dict[str, Any]:
-    return {"event_id": str(event_id_for(tenant, alert)), "type": kind, "incident_id": incident_id_for(alert),
-            "occurred_at": at.isoformat(), "writer": WRITER, "trust": "trusted_tool", "payload": payload}
+    return envelope(kind, incident_id_for(alert), payload, writer_kind=WRITER["kind"], writer_id=WRITER["id"],
+                    trust=Trust.TRUSTED_TOOL, at=at, event_id=event_id_for(tenant, alert))
 
 
 def briefing_request(alert: AlertmanagerAlert) -> BriefingRequest:

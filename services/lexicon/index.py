@@ -21,12 +21,13 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
+from schemas.ledger import Trust
 from schemas.memory import VersionContent
 from services.common.db import Cursor
 from services.lexicon.analyzer import AliasDictionary, analyze
 
 ANALYZER = "lexicon/2"
-UNTRUSTED = "untrusted_text"
+UNTRUSTED = Trust.UNTRUSTED_TEXT
 
 
 def search_text(c: VersionContent) -> str:

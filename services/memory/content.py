@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from schemas.ledger import Trust
 from schemas.memory import ApprovalEdits, CandidateDraft, VersionContent
 
-UNTRUSTED = "untrusted_text"
+UNTRUSTED = Trust.UNTRUSTED_TEXT
 
 
 def cap_authority(c: VersionContent) -> VersionContent:

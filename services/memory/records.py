@@ -14,7 +14,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from schemas.ledger import canonical_json
-from schemas.memory import VersionContent
+from schemas.memory import FamilyState, VersionContent, VersionState
 from services.common.db import Cursor, Row
 
 JSON_COLUMNS = {"evidence", "verify_with", "trust_mix"}
@@ -32,7 +32,7 @@ def insert_version(
     for col in JSON_COLUMNS:
         data[col] = Jsonb(content.model_dump(mode="json")[col])
     data.update(
-        tenant=tenant, project=project, family_id=family_id, version=version, state="active",
+        tenant=tenant, project=project, family_id=family_id, version=version, state=VersionState.ACTIVE,
         content_hash=content_hash(content), created_by=created_by, candidate_id=candidate_id,
         supersedes=supersedes,
     )
@@ -47,8 +47,8 @@ def insert_version(
 def create_family(cur: Cursor, *, tenant: str, project: str, family_id: UUID, memory_type: str) -> None:
     cur.execute(
         """INSERT INTO memory_families (tenant, family_id, project, memory_type, state, current_version)
-           VALUES (%s, %s, %s, %s, 'active', 1)""",
-        (tenant, family_id, project, memory_type),
+           VALUES (%s, %s, %s, %s, %s, 1)""",
+        (tenant, family_id, project, memory_type, FamilyState.ACTIVE),
     )
 
 
@@ -57,7 +57,8 @@ def lock_family(cur: Cursor, family_id: UUID) -> Row | None:
     return cur.fetchone()
 
 
-def move_pointer(cur: Cursor, family_id: UUID, *, expected: int, new: int, state: str = "active") -> bool:
+def move_pointer(cur: Cursor, family_id: UUID, *, expected: int, new: int,
+                 state: FamilyState = FamilyState.ACTIVE) -> bool:
     """Compare-and-set of the current pointer; False when another writer moved it first."""
     cur.execute(
         """UPDATE memory_families SET current_version = %s, state = %s, updated_at = now()
@@ -67,11 +68,11 @@ def move_pointer(cur: Cursor, family_id: UUID, *, expected: int, new: int, state
     return cur.rowcount == 1
 
 
-def set_family_state(cur: Cursor, family_id: UUID, state: str) -> None:
+def set_family_state(cur: Cursor, family_id: UUID, state: FamilyState) -> None:
     cur.execute("UPDATE memory_families SET state = %s, updated_at = now() WHERE family_id = %s", (state, family_id))
 
 
-def set_version_state(cur: Cursor, family_id: UUID, version: int, state: str) -> None:
+def set_version_state(cur: Cursor, family_id: UUID, version: int, state: VersionState) -> None:
     cur.execute(
         "UPDATE memory_versions SET state = %s, state_changed_at = now() WHERE family_id = %s AND version = %s",
         (state, family_id, version),

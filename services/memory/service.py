@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from schemas.memory import VersionContent
+from schemas.memory import TERMINAL_FAMILY_STATES, FamilyState, VersionContent, VersionState
 from services.common.auth import Principal
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -19,8 +19,6 @@ from services.common.paging import PageRequest, page
 from services.lexicon import index as lexical
 from services.memory import records as R
 from services.memory.content import cap_authority, superseding
-
-TERMINAL_FAMILY_STATES = {"retracted", "expired"}
 
 
 def version_view(row: Row) -> dict[str, Any]:
@@ -103,23 +101,23 @@ class MemoryService:
 
     # ------------------------------------------------------------------ transitions
     def retract(self, principal: Principal, family_id: UUID, reason: str) -> dict[str, Any]:
-        return self._set_terminal(principal, family_id, reason, "retracted")
+        return self._set_terminal(principal, family_id, reason, FamilyState.RETRACTED)
 
     def expire(self, principal: Principal, family_id: UUID, reason: str) -> dict[str, Any]:
-        return self._set_terminal(principal, family_id, reason, "expired")
+        return self._set_terminal(principal, family_id, reason, FamilyState.EXPIRED)
 
-    def _set_terminal(self, principal: Principal, family_id: UUID, reason: str, state: str) -> dict[str, Any]:
+    def _set_terminal(self, principal: Principal, family_id: UUID, reason: str, state: FamilyState) -> dict[str, Any]:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             fam = self._family(cur, principal, family_id, lock=True)
             if fam["state"] in TERMINAL_FAMILY_STATES:
                 raise Conflict(f"family is already {fam['state']}")
             version = int(fam["current_version"])
-            R.set_version_state(cur, family_id, version, state)
+            R.set_version_state(cur, family_id, version, VersionState(state.value))
             R.set_family_state(cur, family_id, state)
             R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
-                    action={"retracted": "retract", "expired": "expire"}[state], actor=principal.actor,
-                    reason=reason, before={"state": fam["state"], "version": version},
+                    action={FamilyState.RETRACTED: "retract", FamilyState.EXPIRED: "expire"}[state],
+                    actor=principal.actor, reason=reason, before={"state": fam["state"], "version": version},
                     after={"state": state, "version": version})
         return {"family_id": family_id, "version": version, "state": state}
 
@@ -128,7 +126,7 @@ class MemoryService:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             fam = self._family(cur, principal, family_id, lock=True)
-            if fam["state"] != "active":
+            if fam["state"] != FamilyState.ACTIVE:
                 raise Conflict(f"family is {fam['state']}; roll back to a version to revive it")
             current = R.content_of(R.get_version(cur, family_id, fam["current_version"]) or {})
             try:
@@ -147,7 +145,7 @@ class MemoryService:
             target = R.get_version(cur, family_id, to_version)
             if target is None:
                 raise NotFound(f"family has no version {to_version}", field="to_version")
-            if to_version == fam["current_version"] and fam["state"] == "active":
+            if to_version == fam["current_version"] and fam["state"] == FamilyState.ACTIVE:
                 raise Conflict(f"version {to_version} is already current")
             version = self.append_version(cur, principal, fam, R.content_of(target), None,
                                           action="rollback", reason=reason, rolled_back_to=to_version)
@@ -166,13 +164,13 @@ class MemoryService:
                          version=new, content=content, created_by=principal.actor, candidate_id=candidate_id,
                          supersedes=current)
         self.index(cur, principal.scoped_tenant, family_id, new, content)
-        R.set_version_state(cur, family_id, current, "superseded")
+        R.set_version_state(cur, family_id, current, VersionState.SUPERSEDED)
         if not R.move_pointer(cur, family_id, expected=current, new=new):
             raise Conflict("the family's current version moved; re-read and retry")
         R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=new, action=action,
                 actor=principal.actor, reason=reason,
                 before={"version": current, "state": fam["state"]},
-                after={"version": new, "state": "active", "content_hash": R.content_hash(content),
+                after={"version": new, "state": VersionState.ACTIVE.value, "content_hash": R.content_hash(content),
                        **({"rolled_back_to": rolled_back_to} if rolled_back_to else {})})
         R.add_edge(cur, principal.scoped_tenant, ("version", f"{family_id}:{new}"), "supersedes",
                    ("version", f"{family_id}:{current}"))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from schemas.ledger import Trust
 from schemas.memory import (
     CandidateDraft,
     Episode,
@@ -26,8 +27,8 @@ from schemas.memory import (
     VerifyCheck,
 )
 
-TRUSTED = "trusted_tool"
-UNTRUSTED = "untrusted_text"
+TRUSTED = Trust.TRUSTED_TOOL
+UNTRUSTED = Trust.UNTRUSTED_TEXT
 WITHHELD_SUMMARY = "Untrusted text withheld: the reviewer writes this summary (see the quoted text)."
 QUOTE_LIMIT = 1000
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from schemas.ledger import LedgerRecord
+from schemas.ledger import LedgerRecord, Trust
 from services.common.auth import Principal
 from services.common.db import Database
 from services.common.errors import NotFound
@@ -18,7 +18,7 @@ def resume_view(body: dict[str, Any]) -> dict[str, Any]:
     when read, so the projection itself stays exactly what the ledger produces."""
     hypotheses = list((body.get("hypotheses") or {}).values())
     open_ = [h for h in hypotheses if h.get("status") == "proposed"]
-    trusted = [o for o in body.get("observations") or [] if o.get("trust") == "trusted_tool"]
+    trusted = [o for o in body.get("observations") or [] if o.get("trust") == Trust.TRUSTED_TOOL]
     questions = [f"verify or refute: {h['statement']}" for h in open_]
     if not trusted:
         questions.append("no trusted tool evidence yet: query the live systems")

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID, uuid5
 
-from schemas.memory import ApprovalEdits, CandidateDraft, VersionContent
+from schemas.memory import ApprovalEdits, CandidateDraft, CandidateState, FamilyState, VersionContent, VersionState
 from services.common.auth import Principal
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -28,7 +28,7 @@ Resolution = Literal["auto", "new_family", "new_version"]
 
 
 def candidate_view(row: Row, proposal: dict[str, Any] | None = None) -> dict[str, Any]:
-    state = row.get("decision") or "pending"
+    state = CandidateState(row.get("decision") or CandidateState.PENDING)
     return {
         "candidate_id": row["candidate_id"], "incident_id": row["incident_id"], "project": row["project"],
         "memory_type": row["memory_type"], "summary": row["summary"], "state": state,
@@ -47,9 +47,9 @@ def find_match(cur: Cursor, project: str, draft: CandidateDraft) -> Row | None:
         """SELECT f.family_id, f.current_version, f.state, f.project, v.summary, v.signals, v.misleading_signals
            FROM memory_families f JOIN memory_versions v
              ON v.family_id = f.family_id AND v.version = f.current_version
-           WHERE f.state = 'active' AND f.project = %s AND v.root_cause_category = %s AND v.services && %s
+           WHERE f.state = %s AND f.project = %s AND v.root_cause_category = %s AND v.services && %s
            ORDER BY f.created_at, f.family_id LIMIT 1""",
-        (project, draft.root_cause_category, draft.services),
+        (FamilyState.ACTIVE, project, draft.root_cause_category, draft.services),
     )
     return cur.fetchone()
 
@@ -141,7 +141,7 @@ class ReviewService:
                 if expected_version not in (None, 0):
                     raise Conflict("the candidate was drafted against a family that no longer matches")
                 family_id, version = self.new_family(cur, principal, row, content, note)
-            self.record_review(cur, principal, row, "approved", note, family_id, version)
+            self.record_review(cur, principal, row, CandidateState.APPROVED, note, family_id, version)
         return {"family_id": family_id, "version": version}
 
     def new_family(self, cur: Cursor, principal: Principal, row: Row, content: VersionContent,
@@ -155,17 +155,17 @@ class ReviewService:
         self.memory.index(cur, principal.scoped_tenant, family_id, 1, content)
         R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=1, action="approve",
                 actor=principal.actor, reason=note, before=None,
-                after={"version": 1, "state": "active", "content_hash": R.content_hash(content)})
+                after={"version": 1, "state": VersionState.ACTIVE.value, "content_hash": R.content_hash(content)})
         return family_id, 1
 
     def reject(self, principal: Principal, candidate_id: UUID, reason: str) -> dict[str, Any]:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self.candidate(cur, principal, candidate_id, lock=True)
-            self.record_review(cur, principal, row, "rejected", reason, None, None)
-        return {"candidate_id": candidate_id, "state": "rejected"}
+            self.record_review(cur, principal, row, CandidateState.REJECTED, reason, None, None)
+        return {"candidate_id": candidate_id, "state": CandidateState.REJECTED}
 
-    def record_review(self, cur: Cursor, principal: Principal, row: Row, decision: str, note: str | None,
+    def record_review(self, cur: Cursor, principal: Principal, row: Row, decision: CandidateState, note: str | None,
                        family_id: UUID | None, version: int | None) -> None:
         cur.execute(
             """INSERT INTO candidate_reviews (tenant, candidate_id, decision, reviewer, note, family_id, version)
