@@ -34,6 +34,16 @@ from schemas.api import (
     Whoami,
 )
 from schemas.memory import ProposalState
+from schemas.views import (
+    Approved,
+    CandidatePage,
+    CandidateView,
+    FamilyChange,
+    Lineage,
+    RecordDetail,
+    RecordPage,
+    Rejected,
+)
 from services.api.deps import Caller, Svc
 from services.api.metrics import EVENTS_ACCEPTED, exposition, observe_briefing
 from services.common.paging import DEFAULT_LIMIT, MAX_LIMIT, PageRequest
@@ -96,35 +106,33 @@ def get_episode(incident_id: str, svc: Svc, caller: Caller) -> dict[str, Any]:
     return svc.episodes.episode(caller, incident_id)
 
 
-@router.get("/v1/candidates")
+@router.get("/v1/candidates", response_model=CandidatePage)
 def list_candidates(svc: Svc, caller: Caller, state: str | None = None, incident_id: str | None = None,
-                    limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
-    rows, next_cursor = svc.review.list_candidates(caller, state, incident_id, PageRequest.parse(limit, cursor))
-    return {"candidates": rows, "next_cursor": next_cursor}
+                    limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> CandidatePage:
+    return svc.review.list_candidates(caller, state, incident_id, PageRequest.parse(limit, cursor))
 
 
-@router.get("/v1/candidates/{candidate_id}")
-def get_candidate(candidate_id: UUID, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.get("/v1/candidates/{candidate_id}", response_model=CandidateView)
+def get_candidate(candidate_id: UUID, svc: Svc, caller: Caller) -> CandidateView:
     return svc.review.get_candidate(caller, candidate_id)
 
 
-@router.post("/v1/candidates/{candidate_id}/approve")
-def approve(candidate_id: UUID, svc: Svc, caller: Caller, body: ApproveRequest | None = None) -> dict[str, Any]:
+@router.post("/v1/candidates/{candidate_id}/approve", response_model=Approved)
+def approve(candidate_id: UUID, svc: Svc, caller: Caller, body: ApproveRequest | None = None) -> Approved:
     body = body or ApproveRequest()
     return svc.review.approve(caller, candidate_id, note=body.note, edits=body.edits,
                               expected_version=body.expected_version, resolution=body.resolution)
 
 
-@router.post("/v1/candidates/{candidate_id}/reject")
-def reject(candidate_id: UUID, body: RejectRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.post("/v1/candidates/{candidate_id}/reject", response_model=Rejected)
+def reject(candidate_id: UUID, body: RejectRequest, svc: Svc, caller: Caller) -> Rejected:
     return svc.review.reject(caller, candidate_id, body.reason)
 
 
-@router.get("/v1/records")
+@router.get("/v1/records", response_model=RecordPage)
 def list_records(svc: Svc, caller: Caller, incident_id: str | None = None, state: str | None = None,
-                 limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
-    rows, next_cursor = svc.memory.list_records(caller, incident_id, state, PageRequest.parse(limit, cursor))
-    return {"records": rows, "next_cursor": next_cursor}
+                 limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> RecordPage:
+    return svc.memory.list_records(caller, incident_id, state, PageRequest.parse(limit, cursor))
 
 
 @router.post("/v1/records/search", response_model=RecordSearchResponse)
@@ -132,39 +140,39 @@ def search_records(body: RecordSearchRequest, svc: Svc, caller: Caller) -> Recor
     return RecordSearchResponse(records=svc.briefing.search(caller, body))
 
 
-@router.get("/v1/records/{family_id}")
-def get_record(family_id: UUID, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.get("/v1/records/{family_id}", response_model=RecordDetail)
+def get_record(family_id: UUID, svc: Svc, caller: Caller) -> RecordDetail:
     return svc.memory.get_record(caller, family_id)
 
 
-@router.get("/v1/records/{family_id}/lineage")
-def lineage(family_id: UUID, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.get("/v1/records/{family_id}/lineage", response_model=Lineage)
+def lineage(family_id: UUID, svc: Svc, caller: Caller) -> Lineage:
     return svc.memory.lineage(caller, family_id)
 
 
-@router.post("/v1/records/{family_id}/retract")
-def retract(family_id: UUID, body: RetractRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.post("/v1/records/{family_id}/retract", response_model=FamilyChange)
+def retract(family_id: UUID, body: RetractRequest, svc: Svc, caller: Caller) -> FamilyChange:
     return svc.memory.retract(caller, family_id, body.reason)
 
 
-@router.post("/v1/records/{family_id}/expire")
-def expire(family_id: UUID, body: RetractRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.post("/v1/records/{family_id}/expire", response_model=FamilyChange)
+def expire(family_id: UUID, body: RetractRequest, svc: Svc, caller: Caller) -> FamilyChange:
     return svc.memory.expire(caller, family_id, body.reason)
 
 
-@router.post("/v1/records/{family_id}/supersede")
-def supersede(family_id: UUID, body: SupersedeRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.post("/v1/records/{family_id}/supersede", response_model=FamilyChange)
+def supersede(family_id: UUID, body: SupersedeRequest, svc: Svc, caller: Caller) -> FamilyChange:
     return svc.memory.supersede(caller, family_id, body.changes(), body.reason, body.expected_version)
 
 
-@router.post("/v1/records/{family_id}/correct")
-def correct(family_id: UUID, body: SupersedeRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.post("/v1/records/{family_id}/correct", response_model=FamilyChange)
+def correct(family_id: UUID, body: SupersedeRequest, svc: Svc, caller: Caller) -> FamilyChange:
     return svc.memory.supersede(caller, family_id, body.changes(), body.reason, body.expected_version,
                                 action="correct")
 
 
-@router.post("/v1/records/{family_id}/rollback")
-def rollback(family_id: UUID, body: RollbackRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.post("/v1/records/{family_id}/rollback", response_model=FamilyChange)
+def rollback(family_id: UUID, body: RollbackRequest, svc: Svc, caller: Caller) -> FamilyChange:
     return svc.memory.rollback(caller, family_id, body.to_version, body.reason)
 
 

@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from schemas.memory import ApprovalEdits
+from schemas.views import CandidateView
 from services.api.deps import services
 from services.common.auth import Principal
 from services.common.errors import Forbidden, OpsloreError, Unauthenticated
@@ -95,30 +96,31 @@ def logout(request: Request, _: Csrf) -> Response:
 
 @router.get("/", response_class=HTMLResponse)
 def queue(request: Request, svc: Svc, who: Reviewer) -> HTMLResponse:
-    pending, _ = svc.review.list_candidates(who, "pending", None, PageRequest(limit=MAX_LIMIT))
+    pending = svc.review.list_candidates(who, "pending", None, PageRequest(limit=MAX_LIMIT)).candidates
     return render(request, "queue.html", candidates=pending,
-                  conflicts=[c for c in pending if (c.get("proposal") or {}).get("kind") == "conflict"])
+                  conflicts=[c for c in pending if c.proposal is not None and c.proposal.kind == "conflict"])
 
 
 @router.get("/candidates/{candidate_id}", response_class=HTMLResponse)
 def candidate(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer) -> HTMLResponse:
     cand = svc.review.get_candidate(who, candidate_id)
     current = None
-    proposal = cand.get("proposal") or {}
-    if proposal.get("family_id"):
-        current = svc.memory.get_record(who, proposal["family_id"])["current"]
-    return render(request, "candidate.html", c=cand, content=cand["content"], episode=cand.get("episode"),
-                  proposal=proposal, current=current, warnings=candidate_warnings(cand))
+    proposal = cand.proposal
+    if proposal is not None and proposal.family_id is not None:
+        current = svc.memory.get_record(who, proposal.family_id).current
+    return render(request, "candidate.html", c=cand, content=cand.content, episode=cand.episode,
+                  proposal=proposal.model_dump() if proposal else {}, current=current,
+                  warnings=candidate_warnings(cand))
 
 
-def candidate_warnings(cand: dict[str, Any]) -> list[str]:
-    content = cand["content"]
+def candidate_warnings(cand: CandidateView) -> list[str]:
+    content = cand.content
     out = []
     if (content.get("trust_mix") or {}).get("untrusted_text"):
         out.append("Part of the evidence is untrusted text (ticket, chat, web or log text): quoted, never a rule.")
     if content.get("memory_type") == "procedural" or content.get("procedure"):
         out.append("Contains steps that were taken (procedural knowledge): approve only what you would run again.")
-    if (cand.get("proposal") or {}).get("kind") == "conflict":
+    if cand.proposal is not None and cand.proposal.kind == "conflict":
         out.append("Contradicts the current version of an existing record: compare both sides before deciding.")
     return out
 
@@ -128,7 +130,7 @@ def approve(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer, _: Cs
             summary: Annotated[str, Form()] = "", note: Annotated[str, Form()] = "",
             expected_version: Annotated[str, Form()] = "", resolution: Annotated[str, Form()] = "auto") -> Response:
     cand = svc.review.get_candidate(who, candidate_id)
-    edits = ApprovalEdits(summary=summary.strip()) if summary.strip() and summary.strip() != cand["summary"] else None
+    edits = ApprovalEdits(summary=summary.strip()) if summary.strip() and summary.strip() != cand.summary else None
     how: Resolution = "new_version" if resolution == "new_version" else "new_family" if resolution == "new_family" \
         else "auto"
     try:
@@ -136,7 +138,7 @@ def approve(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer, _: Cs
                                  expected_version=int(expected_version) if expected_version else None, resolution=how)
     except OpsloreError as exc:
         return back(f"/ui/candidates/{candidate_id}", request, f"Not approved: {exc.message}")
-    return back(f"/ui/records/{out['family_id']}", request, f"Approved as version {out['version']}.")
+    return back(f"/ui/records/{out.family_id}", request, f"Approved as version {out.version}.")
 
 
 @router.post("/candidates/{candidate_id}/reject")
@@ -150,14 +152,14 @@ def reject(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer, _: Csr
 
 @router.get("/records", response_class=HTMLResponse)
 def records(request: Request, svc: Svc, who: Reviewer) -> HTMLResponse:
-    rows, _ = svc.memory.list_records(who, None, None, PageRequest(limit=MAX_LIMIT))
-    return render(request, "records.html", records=rows)
+    page = svc.memory.list_records(who, None, None, PageRequest(limit=MAX_LIMIT))
+    return render(request, "records.html", records=page.records)
 
 
 @router.get("/records/{family_id}", response_class=HTMLResponse)
 def record(request: Request, family_id: UUID, svc: Svc, who: Reviewer) -> HTMLResponse:
     rec = svc.memory.get_record(who, family_id)
-    return render(request, "record.html", r=rec, lineage=svc.memory.lineage(who, family_id)["edges"])
+    return render(request, "record.html", r=rec, lineage=svc.memory.lineage(who, family_id).edges)
 
 
 @router.post("/records/{family_id}/{op}")
@@ -170,10 +172,10 @@ def record_op(request: Request, family_id: UUID, op: str, svc: Svc, who: Reviewe
     try:
         if op == "rollback" and to_version.isdigit():
             out = svc.memory.rollback(who, family_id, int(to_version), reason.strip())
-            return back(here, request, f"Rolled back: version {out['version']} restores version {to_version}.")
+            return back(here, request, f"Rolled back: version {out.version} restores version {to_version}.")
         if op == "supersede" and summary.strip():
             out = svc.memory.supersede(who, family_id, {"summary": summary.strip()}, reason.strip())
-            return back(here, request, f"New version {out['version']}.")
+            return back(here, request, f"New version {out.version}.")
         if op == "retract":
             svc.memory.retract(who, family_id, reason.strip())
             return back(here, request, "Retracted; roll back to a version to restore it.")

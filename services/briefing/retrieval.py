@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from psycopg import sql
+
 from schemas.api import BriefingRequest
 from services.common.db import Cursor, Row
 from services.lexicon.analyzer import tsquery_any
@@ -52,17 +54,16 @@ def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], proje
 
 DETAIL_COLUMNS = ("project", "summary", "root_cause", "source_incidents",
                   "evidence", "verify_with", "trust_mix", "owner", "valid_until")
+_DETAILS = sql.SQL("""SELECT family_id, version, {} FROM memory_versions
+  WHERE (family_id, version) IN (SELECT * FROM unnest(%s::uuid[], %s::int[]))""").format(
+    sql.SQL(", ").join(map(sql.Identifier, DETAIL_COLUMNS)))
 
 
 def add_details(cur: Cursor, rows: list[Row]) -> None:
     """Fill in the columns a hint shows, for the few rows that made the answer (by primary key)."""
     if not rows:
         return
-    cur.execute(
-        f"""SELECT family_id, version, {", ".join(DETAIL_COLUMNS)} FROM memory_versions
-            WHERE (family_id, version) IN (SELECT * FROM unnest(%s::uuid[], %s::int[]))""",
-        ([r["family_id"] for r in rows], [r["version"] for r in rows]),
-    )
+    cur.execute(_DETAILS, ([r["family_id"] for r in rows], [r["version"] for r in rows]))
     details = {(d["family_id"], d["version"]): d for d in cur.fetchall()}
     for r in rows:
         r.update(details[(r["family_id"], r["version"])])

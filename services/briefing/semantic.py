@@ -18,6 +18,7 @@ from schemas.memory import VersionContent
 from services.briefing.embedding import Embedder, HashingNgramEmbedder, MultilingualE5Embedder
 from services.common.db import Cursor, Database
 from services.lexicon.index import search_text
+from services.memory import records as R
 
 
 def model_key(embedder: Embedder) -> str:
@@ -74,21 +75,14 @@ class SemanticIndex:
 
 def reindex(db: Database, index: SemanticIndex, tenant: str, *, activate: bool) -> dict[str, Any]:
     """Fill `index.model` vectors for every current version of `tenant`; flip to it when complete."""
-    from services.memory import records as R
-
     written = 0
     with db.tenant_transaction(tenant) as cur:
-        cur.execute(
-            """SELECT v.* FROM memory_families f
-               JOIN memory_versions v ON v.family_id = f.family_id AND v.version = f.current_version
-               LEFT JOIN version_vectors vv ON vv.family_id = v.family_id AND vv.version = v.version
-                                           AND vv.model = %s
-               WHERE vv.family_id IS NULL""",
-            (index.model,),
-        )
-        for row in cur.fetchall():
-            index.index_version(cur, tenant, row["family_id"], row["version"], R.content_of(row))
-            written += 1
+        cur.execute("SELECT family_id, version FROM version_vectors WHERE model = %s", (index.model,))
+        done = {(r["family_id"], r["version"]) for r in cur.fetchall()}
+        for row in R.current_versions(cur):
+            if (row["family_id"], row["version"]) not in done:
+                index.index_version(cur, tenant, row["family_id"], row["version"], R.content_of(row))
+                written += 1
         if activate:
             cur.execute(
                 """INSERT INTO embedding_state (tenant, active_model) VALUES (%s, %s)

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from psycopg.types.json import Jsonb
 
 from schemas.api import (
     BriefingRequest,
@@ -27,6 +26,7 @@ from schemas.api import (
     RecordSearchRequest,
 )
 from schemas.ledger import EventType, LedgerRecord, Trust, envelope
+from services.briefing import records as B
 from services.briefing import retrieval as C
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank
 from services.briefing.render import render
@@ -40,7 +40,6 @@ from services.common.settings import Settings
 from services.gateway.service import LedgerGateway
 from services.lexicon import index as lexical
 from services.lexicon.analyzer import analyze
-from services.memory import records as R
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
 log = logging.getLogger("opslore.briefing")
@@ -133,15 +132,14 @@ class BriefingService:
         """The answer as it was given (GET /v1/briefings/{id}); 404 outside the caller's tenant/project."""
         principal.require("agent")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            cur.execute("SELECT project, request, cited, response, created_at FROM briefings WHERE briefing_id = %s",
-                        (briefing_id,))
-            row = cur.fetchone()
-        if row is None or (principal.project and row["project"] != principal.project):
+            row = B.get(cur, briefing_id)
+        if row is None or (principal.project and row.project != principal.project):
             raise NotFound("no such briefing", field="briefing_id")
-        if row["response"] is not None:
-            return dict(row["response"])
-        return {"briefing_id": str(briefing_id), "request": row["request"], "cited": row["cited"],
-                "created_at": row["created_at"].isoformat(), "hints": None}
+        if row.response is not None:
+            return dict(row.response)
+        return {"briefing_id": str(briefing_id), "request": row.request,
+                "cited": [{"family_id": c.family_id, "version": c.version} for c in row.cited],
+                "created_at": row.created_at.isoformat(), "hints": None}
 
     def _policy(self, now: datetime) -> RankPolicy:
         floor, ceiling = self.semantic.calibration if self.semantic is not None else (0.0, 1.0)
@@ -188,28 +186,19 @@ class BriefingService:
 
     @staticmethod
     def _record(cur: Cursor, principal: Principal, req: BriefingRequest, response: BriefingResponse) -> None:
-        briefing_id, hints = response.briefing_id, response.hints
-        cited = [{"family_id": str(h.family_id), "version": h.version} for h in hints]
-        cur.execute(
-            """INSERT INTO briefings (tenant, briefing_id, project, requested_by, request, cited, response)
-               VALUES (%s, %s, %s, %s, %s, %s, %s)""",
-            (principal.scoped_tenant, briefing_id, principal.project, principal.key_id,
-             Jsonb(req.model_dump(mode="json")), Jsonb(cited), Jsonb(response.wire())),
-        )
-        for h in hints:
-            R.add_edge(cur, principal.scoped_tenant, ("briefing", str(briefing_id)), "cited",
-                       ("version", f"{h.family_id}:{h.version}"))
+        B.insert(cur, tenant=principal.scoped_tenant, briefing_id=response.briefing_id, project=principal.project,
+                 requested_by=principal.key_id, request=req.model_dump(mode="json"),
+                 cited=[B.Cited(str(h.family_id), h.version) for h in response.hints], response=response.wire())
 
     def feedback(self, principal: Principal, briefing_id: uuid.UUID, body: FeedbackRequest) -> LedgerRecord:
         """Check that the briefing cited the family, then append a `briefing.feedback` ledger event."""
         principal.require("agent")
         assert self.gateway is not None
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            cur.execute("SELECT cited FROM briefings WHERE briefing_id = %s", (briefing_id,))
-            row = cur.fetchone()
+            row = B.get(cur, briefing_id)
         if row is None:
             raise NotFound("no such briefing", field="briefing_id")
-        if str(body.family_id) not in {c["family_id"] for c in row["cited"]}:
+        if str(body.family_id) not in {c.family_id for c in row.cited}:
             raise NotFound("that briefing did not cite this family", field="family_id")
         event = envelope(EventType.BRIEFING_FEEDBACK, body.incident_id, {
             "briefing_id": str(briefing_id), "family_id": str(body.family_id), "verdict": body.verdict,

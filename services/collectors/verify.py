@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from schemas.ledger import EventType, Trust, envelope
+from services.briefing import records as B
 from services.collectors.kubernetes import KubernetesCollector
 from services.collectors.observations import observation
 from services.collectors.prometheus import CollectorError, PrometheusCollector
@@ -22,6 +23,7 @@ from services.common.auth import Principal
 from services.common.db import Database
 from services.common.errors import NotFound
 from services.gateway.service import LedgerGateway
+from services.memory import records as R
 
 FEEDBACK = {"supported": "adopted", "refuted": "refuted"}
 
@@ -106,17 +108,11 @@ class VerificationService:
 
     def _cited_checks(self, principal: Principal, briefing_id: uuid.UUID) -> list[tuple[str, int, list[Any]]]:
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            cur.execute("SELECT cited FROM briefings WHERE briefing_id = %s", (briefing_id,))
-            row = cur.fetchone()
-            if row is None:
+            stored = B.get(cur, briefing_id)
+            if stored is None:
                 raise NotFound("no such briefing", field="briefing_id")
-            out = []
-            for c in row["cited"]:
-                cur.execute("SELECT verify_with FROM memory_versions WHERE family_id = %s AND version = %s",
-                            (c["family_id"], c["version"]))
-                v = cur.fetchone()
-                out.append((c["family_id"], int(c["version"]), list(v["verify_with"]) if v else []))
-        return out
+            checks = R.checks_of(cur, [(c.family_id, c.version) for c in stored.cited])
+        return [(c.family_id, c.version, checks.get((c.family_id, c.version), [])) for c in stored.cited]
 
     @staticmethod
     def _events(principal: Principal, briefing_id: uuid.UUID, incident_id: str,

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import orjson
+from psycopg import sql
 
 from services.common.errors import InvalidInput
 
@@ -32,11 +34,31 @@ class PageRequest:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}", field="limit")
         return cls(limit, decode_cursor(cursor) if cursor else None)
 
-    def sql(self, created: str, key: str) -> tuple[str, list[Any]]:
-        """The condition (or "") and its parameters for rows after the cursor, given the column names."""
-        if self.after is None:
-            return "", []
-        return f"AND ({created}, {key}) > (%s, %s)", [self.after[0], self.after[1]]
+
+
+Filter = tuple[str, Any]
+"""An optional condition of a list query: SQL with one placeholder, and its value (None: not applied)."""
+
+
+def where(filters: Sequence[Filter], extra: Sequence[sql.Composable] = (),
+          extra_params: Sequence[Any] = ()) -> tuple[sql.Composable, list[Any]]:
+    """` WHERE a AND b ...` of the filters that have a value (and `extra` conditions), or nothing."""
+    used = [(cond, value) for cond, value in filters if value is not None and value != ""]
+    conditions = [sql.SQL(cond) for cond, _ in used] + list(extra)  # conditions are code, values are params
+    if not conditions:
+        return sql.SQL(""), []
+    return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions), [v for _, v in used] + list(extra_params)
+
+
+def keyset_query(select: str, filters: Sequence[Filter], paging: PageRequest, created: str,
+                 key: str) -> tuple[sql.Composed, list[Any]]:
+    """`select` + the filters + rows after the cursor, ordered by (created, key), one row more than a page
+    (so `page` can tell whether another page follows). `select`, `created` and `key` are code, not input."""
+    order = sql.SQL("({}, {})").format(sql.SQL(created), sql.SQL(key))
+    after = [order + sql.SQL(" > (%s, %s)")] if paging.after is not None else []
+    cond, params = where(filters, after, list(paging.after or ()))
+    query = sql.SQL(select) + cond + sql.SQL(" ORDER BY {}, {} LIMIT %s").format(sql.SQL(created), sql.SQL(key))
+    return query, [*params, paging.limit + 1]
 
 
 def encode_cursor(created_at: datetime, key: UUID) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from schemas.api import ExecuteResponse, PreviewResponse, ProposalView, Wrote
-from schemas.memory import CandidateDraft, CandidateState, FamilyState, ProposalState, VersionState
+from schemas.memory import CandidateState, FamilyState, ProposalState, VersionState
 from services.common.auth import Principal
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, NotFound
@@ -209,10 +209,10 @@ class GovernanceService:
 
     def _promote(self, cur: Cursor, principal: Principal, row: Row, reason: str, now: datetime) -> list[Wrote]:
         rows = [self.review.candidate(cur, principal, UUID(c), lock=True) for c in row["change"]["candidates"]]
-        contents = [from_draft(CandidateDraft.model_validate(r["content"]), None, now) for r in rows]
+        contents = [from_draft(r.draft, None, now) for r in rows]
         merged = consolidate(contents[0], contents[1:], now, confidence=float(row["change"]["confidence"]))
         if merged.owner is None:
-            merged = merged.model_copy(update={"owner": f"project:{rows[0]['project']}"})
+            merged = merged.model_copy(update={"owner": f"project:{rows[0].project}"})
         family_id, version = self.review.new_family(cur, principal, rows[0], merged, reason)
         for r in rows:
             self.review.record_review(cur, principal, r, CandidateState.APPROVED, reason, family_id, version)

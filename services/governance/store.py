@@ -93,7 +93,7 @@ def list_proposals(cur: Cursor, state: str | None, kind: str | None, project: st
 
 
 def get_proposal(cur: Cursor, proposal_id: UUID, *, lock: bool) -> Row | None:
-    cur.execute(f"SELECT * FROM governance_proposals WHERE proposal_id = %s {'FOR UPDATE' if lock else ''}",
+    cur.execute("SELECT * FROM governance_proposals WHERE proposal_id = %s" + (" FOR UPDATE" if lock else ""),
                 (proposal_id,))
     return cur.fetchone()
 

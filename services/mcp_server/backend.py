@@ -71,4 +71,4 @@ class LocalBackend:
         return self.svc.briefing.search(self.principal, request)
 
     def get_record(self, family_id: UUID | str) -> dict[str, Any]:
-        return self.svc.memory.get_record(self.principal, UUID(str(family_id)))
+        return self.svc.memory.get_record(self.principal, UUID(str(family_id))).model_dump(mode="json")

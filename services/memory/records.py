@@ -1,6 +1,7 @@
-"""Row access for the governed store (families, versions, audit, lineage). Cursor in, no commits.
+"""The governed store's repository: every SQL statement of families, versions, audit and lineage.
 
-`service.MemoryService` and `review.service.ReviewService` own the transactions that call these.
+Cursor in, no commits: `service.MemoryService`, `review.service.ReviewService` and the governance service
+own the transactions that call these. Family heads, matches and page rows come back as typed values.
 Versions are inserted once and never updated except for their lifecycle `state` (a trigger enforces it);
 nothing here deletes.
 """
@@ -8,16 +9,55 @@ nothing here deletes.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from schemas.ledger import canonical_json
 from schemas.memory import FamilyState, VersionContent, VersionState
+from schemas.views import AuditEntry, Edge, Usage, VersionView
 from services.common.db import Cursor, Row
+from services.common.paging import PageRequest, keyset_query, page
 
 JSON_COLUMNS = {"evidence", "verify_with", "trust_mix"}
+CURRENT_VERSIONS = """SELECT v.*, f.state AS family_state, f.created_at AS family_created_at
+  FROM memory_families f JOIN memory_versions v ON v.family_id = f.family_id AND v.version = f.current_version"""
+
+
+@dataclass(frozen=True)
+class FamilyHead:
+    """A family's row: its lifecycle state and the pointer to its current version."""
+
+    family_id: UUID
+    project: str
+    memory_type: str
+    state: FamilyState
+    current_version: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Row) -> FamilyHead:
+        return cls(family_id=row["family_id"], project=row["project"], memory_type=row["memory_type"],
+                   state=FamilyState(row["state"]), current_version=int(row["current_version"]),
+                   created_at=row["created_at"])
+
+
+@dataclass(frozen=True)
+class FamilyMatch:
+    """An active family's current version, as the review queue compares a candidate against it."""
+
+    family_id: UUID
+    current_version: int
+    category: str
+    services: frozenset[str]
+    summary: str
+    signals: tuple[str, ...]
+    misleading_signals: tuple[str, ...]
 
 
 def content_hash(content: VersionContent) -> str:
@@ -36,12 +76,8 @@ def insert_version(
         content_hash=content_hash(content), created_by=created_by, candidate_id=candidate_id,
         supersedes=supersedes,
     )
-    cols = ", ".join(data)
-    params = ", ".join(f"%({c})s" for c in data)
-    cur.execute(
-        f"INSERT INTO memory_versions ({cols}) VALUES ({params})",
-        data,
-    )
+    cur.execute(sql.SQL("INSERT INTO memory_versions ({}) VALUES ({})").format(
+        sql.SQL(", ").join(map(sql.Identifier, data)), sql.SQL(", ").join(map(sql.Placeholder, data))), data)
 
 
 def create_family(cur: Cursor, *, tenant: str, project: str, family_id: UUID, memory_type: str) -> None:
@@ -52,9 +88,56 @@ def create_family(cur: Cursor, *, tenant: str, project: str, family_id: UUID, me
     )
 
 
-def lock_family(cur: Cursor, family_id: UUID) -> Row | None:
+def lock_family(cur: Cursor, family_id: UUID) -> FamilyHead | None:
     cur.execute("SELECT * FROM memory_families WHERE family_id = %s FOR UPDATE", (family_id,))
-    return cur.fetchone()
+    row = cur.fetchone()
+    return FamilyHead.of(row) if row else None
+
+
+def get_family(cur: Cursor, family_id: UUID) -> FamilyHead | None:
+    cur.execute("SELECT * FROM memory_families WHERE family_id = %s", (family_id,))
+    row = cur.fetchone()
+    return FamilyHead.of(row) if row else None
+
+
+def current_versions_page(cur: Cursor, *, project: str | None, incident_id: str | None, state: str | None,
+                          paging: PageRequest) -> tuple[list[VersionView], str | None]:
+    """One page of families' current versions (oldest family first) and the cursor of the next page."""
+    query, params = keyset_query(CURRENT_VERSIONS, [("f.project = %s", project),
+                                                    ("%s = ANY(v.source_incidents)", incident_id),
+                                                    ("v.state = %s", state)], paging, "f.created_at", "f.family_id")
+    cur.execute(query, params)
+    rows, cursor = page(cur.fetchall(), paging, "family_created_at", "family_id")
+    return [VersionView.model_validate(r) for r in rows], cursor
+
+
+def current_versions(cur: Cursor) -> list[Row]:
+    """Every family's current version in the transaction's tenant (for rebuilding derived indexes)."""
+    cur.execute(CURRENT_VERSIONS + " ORDER BY f.family_id")
+    return cur.fetchall()
+
+
+def active_matches(cur: Cursor, project: str, categories: Sequence[str]) -> list[FamilyMatch]:
+    """Active families of `project` whose current root-cause category is one of `categories`, oldest first:
+    what pending candidates are matched against (one query for a whole page of candidates)."""
+    if not categories:
+        return []
+    cur.execute(CURRENT_VERSIONS + """ WHERE f.state = %s AND f.project = %s AND v.root_cause_category = ANY(%s)
+                 ORDER BY f.created_at, f.family_id""", (FamilyState.ACTIVE, project, list(categories)))
+    return [FamilyMatch(family_id=r["family_id"], current_version=int(r["version"]),
+                        category=r["root_cause_category"], services=frozenset(r["services"]), summary=r["summary"],
+                        signals=tuple(r["signals"]), misleading_signals=tuple(r["misleading_signals"]))
+            for r in cur.fetchall()]
+
+
+def checks_of(cur: Cursor, versions: Sequence[tuple[UUID | str, int]]) -> dict[tuple[str, int], list[Any]]:
+    """The live checks (`verify_with`) of many versions, in one query, keyed by (family id, version)."""
+    if not versions:
+        return {}
+    cur.execute("""SELECT family_id, version, verify_with FROM memory_versions
+                   WHERE (family_id, version) IN (SELECT * FROM unnest(%s::uuid[], %s::int[]))""",
+                ([str(f) for f, _ in versions], [int(v) for _, v in versions]))
+    return {(str(r["family_id"]), int(r["version"])): list(r["verify_with"] or []) for r in cur.fetchall()}
 
 
 def move_pointer(cur: Cursor, family_id: UUID, *, expected: int, new: int,
@@ -118,9 +201,9 @@ def audit(
     )
 
 
-def list_audit(cur: Cursor, family_id: UUID) -> list[Row]:
+def list_audit(cur: Cursor, family_id: UUID) -> list[AuditEntry]:
     cur.execute("SELECT * FROM memory_audit WHERE family_id = %s ORDER BY audit_id", (family_id,))
-    return cur.fetchall()
+    return [AuditEntry.model_validate(r) for r in cur.fetchall()]
 
 
 def add_edge(cur: Cursor, tenant: str, src: tuple[str, str], relation: str, dst: tuple[str, str]) -> None:
@@ -131,7 +214,7 @@ def add_edge(cur: Cursor, tenant: str, src: tuple[str, str], relation: str, dst:
     )
 
 
-def edges_from(cur: Cursor, kinds_ids: list[tuple[str, str]]) -> list[Row]:
+def edges_from(cur: Cursor, kinds_ids: list[tuple[str, str]]) -> list[Edge]:
     if not kinds_ids:
         return []
     cur.execute(
@@ -140,10 +223,17 @@ def edges_from(cur: Cursor, kinds_ids: list[tuple[str, str]]) -> list[Row]:
            ORDER BY src_kind, src_id, relation, dst_kind, dst_id""",
         ([k for k, _ in kinds_ids], [i for _, i in kinds_ids]),
     )
-    return cur.fetchall()
+    return [Edge.model_validate(r) for r in cur.fetchall()]
 
 
-def usage(cur: Cursor, family_id: UUID) -> dict[str, Any]:
+def edges_into_family(cur: Cursor, family_id: UUID) -> list[Edge]:
+    """Edges that point at any version of the family (briefings that cited it, versions that supersede it)."""
+    cur.execute("""SELECT src_kind, src_id, relation, dst_kind, dst_id FROM lineage_edges
+                   WHERE dst_kind = 'version' AND dst_id LIKE %s ORDER BY src_id""", (f"{family_id}:%",))
+    return [Edge.model_validate(r) for r in cur.fetchall()]
+
+
+def usage(cur: Cursor, family_id: UUID) -> Usage:
     """How the family has been used: briefings that cited it (lineage) and the feedback agents gave
     (projected from `briefing.feedback` ledger events): hits, verdict counts, last use."""
     cur.execute(
@@ -156,5 +246,5 @@ def usage(cur: Cursor, family_id: UUID) -> dict[str, Any]:
                 (family_id,))
     fb = cur.fetchone() or {"adopted": 0, "refuted": 0, "ignored": 0, "last_feedback_at": None}
     last = [t for t in (cited.get("last_cited"), fb["last_feedback_at"]) if t is not None]
-    return {"briefings": int(cited.get("cited") or 0), "adopted": fb["adopted"], "refuted": fb["refuted"],
-            "ignored": fb["ignored"], "last_used_at": max(last) if last else None}
+    return Usage(briefings=int(cited.get("cited") or 0), adopted=fb["adopted"], refuted=fb["refuted"],
+                 ignored=fb["ignored"], last_used_at=max(last) if last else None)

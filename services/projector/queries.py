@@ -6,10 +6,14 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from psycopg import sql
+
 from schemas.ledger import LedgerRecord, Trust
 from services.common.auth import Principal
 from services.common.db import Database
 from services.common.errors import NotFound
+from services.common.paging import where
+from services.projector import store
 
 
 def resume_view(body: dict[str, Any]) -> dict[str, Any]:
@@ -38,12 +42,10 @@ class EpisodeQueries:
     def episode(self, principal: Principal, incident_id: str) -> dict[str, Any]:
         principal.require("agent")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            cur.execute("SELECT project, body FROM episodes WHERE incident_id = %s", (incident_id,))
-            row = cur.fetchone()
-        if row is None or (principal.project and row["project"] != principal.project):
+            row = store.read_episode(cur, incident_id)
+        if row is None or (principal.project and row.project != principal.project):
             raise NotFound(f"no episode for incident {incident_id}")
-        body: dict[str, Any] = row["body"]
-        return {**body, "resume": resume_view(body)}
+        return {**row.body, "resume": resume_view(row.body)}
 
     def export(self, principal: Principal, since: datetime | None, incident_id: str | None) -> Iterator[bytes]:
         """The tenant's ledger records as stored on the topic (NDJSON lines), in ledger order.
@@ -52,22 +54,13 @@ class EpisodeQueries:
         (envelope, recorded_at, content_hash); streamed with a server-side cursor.
         """
         principal.require("admin")
-        sql = ["SELECT * FROM ledger_events WHERE true"]
-        params: list[Any] = []
-        if principal.project:
-            sql.append("AND project = %s")
-            params.append(principal.project)
-        if since is not None:
-            sql.append("AND occurred_at >= %s")
-            params.append(since)
-        if incident_id:
-            sql.append("AND incident_id = %s")
-            params.append(incident_id)
-        sql.append("ORDER BY source_partition, source_offset")
+        cond, params = where([("project = %s", principal.project), ("occurred_at >= %s", since),
+                              ("incident_id = %s", incident_id)])
+        query = sql.SQL("SELECT * FROM ledger_events") + cond + sql.SQL(" ORDER BY source_partition, source_offset")
         with self.db.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT set_config('opslore.tenant', %s, true)", (principal.scoped_tenant,))
             with conn.cursor(name="ledger_export") as cur:
-                cur.execute(" ".join(sql), params)
+                cur.execute(query, params)
                 for row in cur:
                     yield record_of(row).to_json() + b"\n"
 

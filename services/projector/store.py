@@ -7,8 +7,10 @@ is skipped before the policy runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from schemas.ledger import LedgerRecord
@@ -54,6 +56,19 @@ def load_episode(cur: Cursor, tenant: str, incident_id: str) -> Episode | None:
     return Episode.model_validate(row["body"]) if row else None
 
 
+@dataclass(frozen=True)
+class EpisodeRow:
+    project: str
+    body: dict[str, Any]
+
+
+def read_episode(cur: Cursor, incident_id: str) -> EpisodeRow | None:
+    """An episode as stored (the read side: the API, the review queue), in the transaction's tenant."""
+    cur.execute("SELECT project, body FROM episodes WHERE incident_id = %s", (incident_id,))
+    row = cur.fetchone()
+    return EpisodeRow(project=row["project"], body=row["body"]) if row else None
+
+
 def apply_changes(cur: Cursor, tenant: str, changes: Changes) -> None:
     if changes.episode is not None:
         _save_episode(cur, changes.episode)
@@ -83,11 +98,12 @@ def _insert_misleading(cur: Cursor, tenant: str, m: MisleadingSignal) -> None:
 
 
 def _apply_feedback(cur: Cursor, tenant: str, f: FeedbackDelta) -> None:
-    column = {"adopted": "adopted", "refuted": "refuted", "ignored": "ignored"}[f.verdict]
+    column = sql.Identifier({"adopted": "adopted", "refuted": "refuted", "ignored": "ignored"}[f.verdict])
     cur.execute(
-        f"""INSERT INTO family_feedback (tenant, family_id, {column}, last_feedback_at) VALUES (%s, %s, 1, %s)
-            ON CONFLICT (tenant, family_id) DO UPDATE SET {column} = family_feedback.{column} + 1,
-              last_feedback_at = GREATEST(family_feedback.last_feedback_at, EXCLUDED.last_feedback_at)""",
+        sql.SQL("""INSERT INTO family_feedback (tenant, family_id, {col}, last_feedback_at) VALUES (%s, %s, 1, %s)
+            ON CONFLICT (tenant, family_id) DO UPDATE SET {col} = family_feedback.{col} + 1,
+              last_feedback_at = GREATEST(family_feedback.last_feedback_at, EXCLUDED.last_feedback_at)""").format(
+            col=column),
         (tenant, f.family_id, f.occurred_at),
     )
 
@@ -111,7 +127,7 @@ def save_offsets(cur: Cursor, consumer: str, topic: str, offsets: dict[int, int]
 
 def truncate_projection(cur: Cursor, consumer: str) -> None:
     """Empty every projection table and forget the consumer's offsets (owner role; see rebuild)."""
-    cur.execute(f"TRUNCATE {', '.join(PROJECTION_TABLES)}")
+    cur.execute(sql.SQL("TRUNCATE {}").format(sql.SQL(", ").join(map(sql.Identifier, PROJECTION_TABLES))))
     cur.execute("DELETE FROM projector_offsets WHERE consumer = %s", (consumer,))
 
 

@@ -60,8 +60,8 @@ def populate(s: Settings) -> dict[str, list[dict[str, Any]]]:
         project_until_caught_up(s)
         for tenant in ("alpha", "beta"):
             who = keys.authenticate(keys.create(BOOTSTRAP, tenant, "default", "reviewer").key)
-            for cand in review.list_candidates(who, "pending", None)[0]:
-                review.approve(who, cand["candidate_id"], note="ok", edits=None, resolution="new_family")
+            for cand in review.list_candidates(who, "pending", None).candidates:
+                review.approve(who, cand.candidate_id, note="ok", edits=None, resolution="new_family")
             answers[tenant] = [briefing.brief(who, q).model_dump(mode="json") for q in QUESTIONS]
             GovernanceService(db, s, memory, review).preview(who)
     finally:

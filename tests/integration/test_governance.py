@@ -27,7 +27,7 @@ def svc(fresh_database: Callable[[], str]) -> Iterator[GovernedServices]:
 
 def learn(svc: GovernedServices, who: Principal, service: str, category: str = "db_connection_pool") -> uuid.UUID:
     cid = seed_candidate(svc.db, who.scoped_tenant, draft(category, service, signal="db_pool_saturation"))
-    return uuid.UUID(str(svc.review.approve(who, cid, note=None, edits=None, resolution="new_family")["family_id"]))
+    return uuid.UUID(str(svc.review.approve(who, cid, note=None, edits=None, resolution="new_family").family_id))
 
 
 def snapshot(svc: GovernedServices, tenant: str) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def test_consolidation_executes_once_keeps_sources_and_reverts_byte_for_byte(svc
     keeper, merged = done.wrote[0], done.wrote[1]
     assert keeper.version == 2 and keeper.state == "active" and merged.state == "consolidated"
     assert incidents_of_active(svc, who.scoped_tenant) == incidents  # every source incident stays reachable
-    lineage = svc.memory.lineage(who, keeper.family_id)["edges"]
+    lineage = svc.memory.lineage(who, keeper.family_id).model_dump()["edges"]
     assert {"relation": "consolidates", "dst_id": f"{merged.family_id}:{merged.version}"} in [
         {"relation": e["relation"], "dst_id": e["dst_id"]} for e in lineage]
     after = snapshot(svc, who.scoped_tenant)
@@ -127,10 +127,10 @@ def test_promote_turns_a_recurring_pattern_into_one_long_term_record(svc: Govern
     proposal = svc.governance.preview(who, ["promote"]).proposals[0]
     assert proposal.kind == "promote" and set(proposal.change["candidates"]) == {str(first), str(second)}
     family = svc.governance.execute(who, proposal.proposal_id).wrote[0]
-    record = svc.memory.get_record(who, family.family_id)["current"]
+    record = svc.memory.get_record(who, family.family_id).model_dump()["current"]
     assert len(record["source_incidents"]) == 2 and record["confidence"] == pytest.approx(0.75)
     assert record["level"] == "long"
-    states = {c["candidate_id"]: c["state"] for c in svc.review.list_candidates(who, None, None)[0]}
+    states = {c.candidate_id: c.state for c in svc.review.list_candidates(who, None, None).candidates}
     assert states == {first: "approved", second: "approved"}
 
 

@@ -58,7 +58,7 @@ def test_two_workers_never_double_execute_or_lose_an_update(fresh_database: Call
     families = []
     for service in ("checkout-api", "payments", "search"):
         cid = seed_candidate(svc.db, tenant, draft("db_connection_pool", service, signal="db_pool_saturation"))
-        families.append(svc.review.approve(who, cid, note=None, edits=None, resolution="new_family")["family_id"])
+        families.append(svc.review.approve(who, cid, note=None, edits=None, resolution="new_family").family_id)
 
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(2), ctx.Queue()

@@ -30,11 +30,11 @@ def race(db_url: str, tenant: str, family: str, candidates: list[str], barrier: 
     barrier.wait()
     try:
         for cid in candidates:
-            seen = svc.memory.get_record(who, uuid.UUID(family))["current_version"]
+            seen = svc.memory.get_record(who, uuid.UUID(family)).model_dump()["current_version"]
             try:
                 got = svc.review.approve(who, uuid.UUID(cid), note="race", edits=None, expected_version=seen,
                                          resolution="new_version")
-                wins.append((cid, seen, got["version"]))
+                wins.append((cid, seen, got.version))
             except Conflict:
                 conflicts += 1
     finally:
@@ -48,7 +48,7 @@ def test_two_processes_never_lose_or_overwrite_an_approval(fresh_database: Calla
     tenant = f"race-{uuid.uuid4().hex[:8]}"
     who = reviewer(tenant)
     first = seed_candidate(svc.db, tenant, draft("db_connection_pool", "checkout-api"))
-    family = str(svc.review.approve(who, first, note="v1", edits=None)["family_id"])
+    family = str(svc.review.approve(who, first, note="v1", edits=None).family_id)
     batches = [[str(seed_candidate(svc.db, tenant, draft("db_connection_pool", "checkout-api")))
                 for _ in range(ATTEMPTS_PER_WORKER)] for _ in range(2)]
 
@@ -64,7 +64,7 @@ def test_two_processes_never_lose_or_overwrite_an_approval(fresh_database: Calla
 
     wins = [win for r in results for win in r[0]]
     conflicts = sum(r[1] for r in results)
-    record = svc.memory.get_record(who, uuid.UUID(family))
+    record = svc.memory.get_record(who, uuid.UUID(family)).model_dump()
     versions = record["versions"]
     svc.close()
     print(f"\nrace: {len(wins)} published, {conflicts} rejected with 409, {len(versions)} versions")

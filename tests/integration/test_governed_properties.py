@@ -57,7 +57,7 @@ class FamilyMachine(RuleBasedStateMachine):
     def approve(self, category: str, service: str, signal: str) -> None:
         cid = seed_candidate(self.svc.db, self.tenant, draft(category, service, signal=signal))
         out = self.svc.review.approve(self.who, cid, note="prop", edits=None)
-        family = str(out["family_id"])
+        family = str(out.family_id)
         self.state[family] = "active"
         self._remember(family)
 
@@ -104,14 +104,14 @@ class FamilyMachine(RuleBasedStateMachine):
         self.state[family] = "active"
         self._remember(family)
         new = {v["version"]: v for v in self._versions(family)}
-        assert new[out["version"]]["content_hash"] == new[target]["content_hash"]
-        assert R.content_of(new[out["version"]]) == R.content_of(new[target])
+        assert new[out.version]["content_hash"] == new[target]["content_hash"]
+        assert R.content_of(new[out.version]) == R.content_of(new[target])
 
     # ------------------------------------------------------------------ invariants
     @invariant()
     def one_current_version_and_immutable_history(self) -> None:
         for family, expected_state in self.state.items():
-            record = self.svc.memory.get_record(self.who, uuid.UUID(family))
+            record = self.svc.memory.get_record(self.who, uuid.UUID(family)).model_dump()
             versions = record["versions"]
             current = record["current_version"]
             assert record["state"] == expected_state
@@ -131,7 +131,7 @@ class FamilyMachine(RuleBasedStateMachine):
             alert={"name": "Alert"}, services=SERVICES, signals=["a", "b"], limit=10))
         for hint in answer.hints:
             assert self.state[str(hint.family_id)] == "active"
-            record = self.svc.memory.get_record(self.who, hint.family_id)
+            record = self.svc.memory.get_record(self.who, hint.family_id).model_dump()
             assert hint.version == record["current_version"]
 
 

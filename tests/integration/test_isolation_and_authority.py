@@ -65,7 +65,7 @@ def test_untrusted_evidence_caps_authority_and_permanent_is_admin_only(fresh_dat
     try:
         cid = seed_candidate(svc.db, tenant, draft("dns", "edge", trust="untrusted_text"))
         out = svc.review.approve(reviewer(tenant), cid, note=None, edits=ApprovalEdits(authority="rule"))
-        current = svc.memory.get_record(reviewer(tenant), out["family_id"])["current"]
+        current = svc.memory.get_record(reviewer(tenant), out.family_id).model_dump()["current"]
         assert current["authority"] == "clue"
 
         cid2 = seed_candidate(svc.db, tenant, draft("tls", "edge"))
@@ -73,7 +73,7 @@ def test_untrusted_evidence_caps_authority_and_permanent_is_admin_only(fresh_dat
             svc.review.approve(reviewer(tenant), cid2, note=None, edits=ApprovalEdits(level="permanent"))
         out2 = svc.review.approve(reviewer(tenant, role="admin"), cid2, note=None,
                                   edits=ApprovalEdits(level="permanent", authority="suggestion"))
-        current2 = svc.memory.get_record(reviewer(tenant), out2["family_id"])["current"]
+        current2 = svc.memory.get_record(reviewer(tenant), out2.family_id).model_dump()["current"]
         assert (current2["level"], current2["authority"]) == ("permanent", "suggestion")
     finally:
         svc.close()
@@ -85,16 +85,16 @@ def test_conflicting_candidate_waits_for_an_explicit_decision(fresh_database: Ca
     who = reviewer(tenant)
     try:
         first = seed_candidate(svc.db, tenant, draft("db_connection_pool", "checkout-api", signal="cpu_high"))
-        family = svc.review.approve(who, first, note=None, edits=None)["family_id"]
+        family = svc.review.approve(who, first, note=None, edits=None).family_id
         contra = draft("db_connection_pool", "checkout-api", signal="db_pool_saturation")
         contra.misleading_signals.append("cpu_high")  # the new incident says the family's signal misleads
         cid = seed_candidate(svc.db, tenant, contra)
-        listed = svc.review.get_candidate(who, cid)
+        listed = svc.review.get_candidate(who, cid).model_dump()
         assert listed["proposal"]["kind"] == "conflict" and listed["proposal"]["family_id"] == family
         with pytest.raises(Exception) as err:
             svc.review.approve(who, cid, note=None, edits=None)
         assert "contradicts" in str(err.value)
         out = svc.review.approve(who, cid, note="read both", edits=None, resolution="new_version")
-        assert out == {"family_id": family, "version": 2}
+        assert out.model_dump() == {"family_id": family, "version": 2}
     finally:
         svc.close()

@@ -31,7 +31,7 @@ def svc(fresh_database: Callable[[], str]) -> Iterator[GovernedServices]:
 
 def learn(svc: GovernedServices, tenant: str, d: CandidateDraft) -> str:
     cid = seed_candidate(svc.db, tenant, d)
-    return str(svc.review.approve(reviewer(tenant), cid, note=None, edits=None)["family_id"])
+    return str(svc.review.approve(reviewer(tenant), cid, note=None, edits=None).family_id)
 
 
 def lesson(category: str, service: str, *, alert: str, signal: str, summary: str, root_cause: str,
@@ -132,7 +132,7 @@ def test_a_superseded_root_cause_stays_in_history_only(svc: GovernedServices) ->
     hint = next(h for h in answer.hints if str(h.family_id) == family)
     assert hint.root_cause is None and hint.version == 2
     assert "oldcause" not in answer.model_dump_json().lower() and "oldcause" not in (answer.rendered or "").lower()
-    record = svc.memory.get_record(reviewer(tenant), uuid.UUID(family))
+    record = svc.memory.get_record(reviewer(tenant), uuid.UUID(family)).model_dump()
     assert record["current"]["root_cause"] is None
     assert record["versions"][0]["root_cause"] == "OLDCAUSE retention misconfigured"  # history keeps it
 

@@ -37,7 +37,7 @@ def test_vectors_are_written_with_versions_and_used_for_ranking(fresh_database: 
     try:
         cid = seed_candidate(svc.db, tenant, draft("db_connection_pool", "checkout-api",
                                                    signal="db_pool_saturation", summary="pool exhausted"))
-        family = svc.review.approve(reviewer(tenant), cid, note=None, edits=None)["family_id"]
+        family = svc.review.approve(reviewer(tenant), cid, note=None, edits=None).family_id
         with svc.db.tenant_transaction(tenant) as cur:
             cur.execute("SELECT model, array_length(vector, 1) AS dims FROM version_vectors WHERE family_id = %s",
                         (family,))

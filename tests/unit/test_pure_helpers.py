@@ -4,6 +4,7 @@ verdicts, the rendered briefing, token estimates, version-content construction a
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from hypothesis import given
@@ -11,12 +12,14 @@ from hypothesis import strategies as st
 
 from schemas.api import CheckView, Hint, Warning_
 from schemas.memory import ApprovalEdits, CandidateDraft, EvidenceRef, VersionContent
+from schemas.views import Proposal
 from services.briefing.render import HEADER, render
 from services.briefing.service import token_estimate
 from services.collectors.signals import SignalRule, signals_for, summarize, trend
 from services.collectors.verify import combine, judge
 from services.memory.content import apply_edits, cap_authority, consolidate, merge_into
-from services.review.service import proposal_for
+from services.memory.records import FamilyMatch
+from services.review.service import pick_match, proposal_for
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 POOL = SignalRule("db_pool_saturation", "pool_pending", ">", 10)
@@ -112,11 +115,24 @@ def test_review_proposals() -> None:
     draft = CandidateDraft(summary="s", root_cause="r", root_cause_category="db", services=["a"],
                            signals=["pool"], misleading_signals=["cpu"], source_incidents=["INC-9"],
                            confidence=0.6)
-    assert proposal_for(None, draft) == {"kind": "new_family"}
+    assert proposal_for(None, draft) == Proposal(kind="new_family")
     family = uuid.uuid4()
-    match = {"family_id": family, "current_version": 3, "summary": "old", "signals": ["pool"],
-             "misleading_signals": []}
-    assert proposal_for(match, draft)["kind"] == "new_version"
-    contradicting = {**match, "signals": ["cpu"]}  # the family relies on a signal this incident found misleading
+    match = FamilyMatch(family_id=family, current_version=3, category="db", services=frozenset({"a"}), summary="old",
+                        signals=("pool",), misleading_signals=())
+    assert proposal_for(match, draft).kind == "new_version"
+    contradicting = replace(match, signals=("cpu",))  # the family relies on a signal this incident found misleading
     out = proposal_for(contradicting, draft)
-    assert out["kind"] == "conflict" and out["contradicting_signals"] == ["cpu"] and out["current_version"] == 3
+    assert out.kind == "conflict" and out.contradicting_signals == ["cpu"] and out.current_version == 3
+
+
+def test_review_matches_the_oldest_family_with_the_category_and_a_shared_service() -> None:
+    draft = CandidateDraft(summary="s", root_cause="r", root_cause_category="db", services=["a", "b"],
+                           confidence=0.6)
+    def fam(category: str, services: set[str]) -> FamilyMatch:
+        return FamilyMatch(family_id=uuid.uuid4(), current_version=1, category=category,
+                           services=frozenset(services), summary="", signals=(), misleading_signals=())
+    other_category, no_shared_service, first, second = fam("dns", {"a"}), fam("db", {"c"}), fam("db", {"b"}), \
+        fam("db", {"a"})
+    assert pick_match([other_category, no_shared_service, first, second], draft) == first
+    assert pick_match([other_category, no_shared_service], draft) is None
+    assert pick_match([first], draft.model_copy(update={"root_cause_category": None})) is None

@@ -1,0 +1,144 @@
+"""Response models of the review queue and the governed store (CONTRACT section 4: candidates, records,
+lineage, episodes). Repositories build them from rows; services return them; routes declare them as
+`response_model`; the SDK parses them. Fields beyond the contract's are additive."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from schemas.memory import CandidateState, FamilyState, VersionContent, VersionState
+
+
+class _View(BaseModel):
+    """A read model: frozen once built."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+class Proposal(_View):
+    """What approving a pending candidate would do: start a family, add a version, or resolve a conflict."""
+
+    kind: Literal["new_family", "new_version", "conflict"]
+    family_id: UUID | None = None
+    current_version: int | None = None
+    current_summary: str | None = None
+    contradicting_signals: list[str] = []
+
+
+class ReviewDecision(_View):
+    reviewer: str | None
+    note: str | None
+    decided_at: datetime | None
+    family_id: UUID | None
+    version: int | None
+
+
+class CandidateView(_View):
+    candidate_id: UUID
+    incident_id: str
+    project: str
+    memory_type: str
+    summary: str
+    state: CandidateState
+    created_at: datetime
+    content: dict[str, Any]
+    untrusted_text_quoted: bool
+    review: ReviewDecision | None = None
+    proposal: Proposal | None = None  # pending candidates only
+    episode: dict[str, Any] | None = None  # GET /v1/candidates/{id} only
+
+
+class CandidatePage(_View):
+    candidates: list[CandidateView]
+    next_cursor: str | None
+
+
+class Approved(_View):
+    family_id: UUID
+    version: int
+
+
+class Rejected(_View):
+    candidate_id: UUID
+    state: Literal[CandidateState.REJECTED]
+
+
+class VersionView(VersionContent):
+    """One stored version: its immutable content and where it sits in its family (rows carry more columns,
+    such as the tenant, which are not shown)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    family_id: UUID
+    version: int
+    project: str
+    state: VersionState
+    content_hash: str
+    candidate_id: UUID | None = None
+    supersedes: int | None = None
+    created_by: str
+    created_at: datetime
+    state_changed_at: datetime | None = None
+    family_state: FamilyState | None = None  # in lists of current versions
+
+
+class RecordPage(_View):
+    records: list[VersionView]
+    next_cursor: str | None
+
+
+class Usage(_View):
+    briefings: int
+    adopted: int
+    refuted: int
+    ignored: int
+    last_used_at: datetime | None
+
+
+class AuditEntry(_View):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    audit_id: int
+    family_id: UUID
+    version: int | None
+    action: str
+    actor: str
+    reason: str | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    at: datetime
+
+
+class RecordDetail(_View):
+    family_id: UUID
+    state: FamilyState
+    current_version: int
+    current: VersionView
+    versions: list[VersionView]
+    usage: Usage
+    audit: list[AuditEntry]
+
+
+class FamilyChange(_View):
+    """The version a transition wrote or moved (retract/expire also name the family's new state)."""
+
+    family_id: UUID
+    version: int
+    state: FamilyState | None = None
+
+
+class Edge(_View):
+    src_kind: str
+    src_id: str
+    relation: str
+    dst_kind: str
+    dst_id: str
+
+
+class Lineage(_View):
+    family_id: UUID
+    edges: list[Edge]
