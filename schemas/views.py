@@ -10,7 +10,15 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from schemas.memory import CandidateState, FamilyState, VersionContent, VersionState
+from schemas.memory import (
+    CandidateState,
+    Episode,
+    FamilyState,
+    HypothesisItem,
+    MisleadingItem,
+    VersionContent,
+    VersionState,
+)
 
 
 class _View(BaseModel):
@@ -142,3 +150,63 @@ class Edge(_View):
 class Lineage(_View):
     family_id: UUID
     edges: list[Edge]
+
+
+class TrustedEvidence(_View):
+    event_id: UUID
+    summary: str
+    query: str | None = None
+
+
+class Resume(_View):
+    """Session memory for an agent that resumes an investigation (another replica, after a crash)."""
+
+    open_hypotheses: list[HypothesisItem]
+    judged_hypotheses: list[HypothesisItem]
+    trusted_evidence: list[TrustedEvidence]
+    misleading_signals: list[MisleadingItem]
+    open_questions: list[str]
+
+
+class EpisodeView(Episode):
+    """GET /v1/incidents/{id}/episode: the projection as stored, plus the resume view derived when read."""
+
+    resume: Resume
+
+
+class CheckOutcome(_View):
+    source: str
+    query: str
+    expected: list[str]
+    verdict: Literal["supported", "refuted", "inconclusive"]
+    signals_now: list[str] = []
+    summary: str = ""
+    values: dict[str, Any] | None = None
+
+
+class HintVerdict(_View):
+    family_id: UUID
+    version: int
+    verdict: Literal["supported", "refuted", "inconclusive"]
+    checks: list[CheckOutcome]
+
+
+class VerifyResult(_View):
+    """POST /v1/briefings/{id}/verify: each cited hint's live checks and verdict, and the ledger events
+    (observations, feedback) appended in one gateway request."""
+
+    briefing_id: UUID
+    incident_id: str
+    hints: list[HintVerdict]
+    appended: list[UUID]
+
+
+class IssuedKey(_View):
+    key: str
+    tenant: str
+    project: str | None
+    role: str
+
+
+class Health(_View):
+    status: Literal["ok"] = "ok"

@@ -7,15 +7,18 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 from uuid import UUID
 
+import orjson
 from fastapi import APIRouter, Body, Query, Response
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from schemas.alerts import AlertmanagerWebhook
+from schemas.alerts import AlertmanagerWebhook, IntakeAnswer
 from schemas.api import (
+    Accepted,
     ApiKeyRequest,
     ApproveRequest,
     BriefingRequest,
+    BriefingResponse,
     DismissRequest,
     ExecuteResponse,
     FeedbackRequest,
@@ -38,11 +41,15 @@ from schemas.views import (
     Approved,
     CandidatePage,
     CandidateView,
+    EpisodeView,
     FamilyChange,
+    Health,
+    IssuedKey,
     Lineage,
     RecordDetail,
     RecordPage,
     Rejected,
+    VerifyResult,
 )
 from services.api.deps import Caller, Svc
 from services.api.metrics import EVENTS_ACCEPTED, exposition, observe_briefing
@@ -56,10 +63,10 @@ Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description="page size")]
 Cursor = Annotated[str | None, Query(max_length=400, description="next_cursor of the previous page")]
 
 
-@router.get("/healthz")
-def healthz() -> dict[str, Any]:
+@router.get("/healthz", response_model=Health)
+def healthz() -> Health:
     """Liveness: the process answers. Dependencies are /readyz's business."""
-    return {"status": "ok"}
+    return Health()
 
 
 @router.get("/readyz")
@@ -81,17 +88,16 @@ def whoami(caller: Caller) -> Whoami:
     return whoami_of(caller)
 
 
-@router.post("/v1/admin/api-keys", status_code=201)
-def create_api_key(body: ApiKeyRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
-    issued = svc.keys.create(caller, body.tenant, body.project, body.role)
-    return {"key": issued.key, "tenant": issued.tenant, "project": issued.project, "role": issued.role}
+@router.post("/v1/admin/api-keys", status_code=201, response_model=IssuedKey)
+def create_api_key(body: ApiKeyRequest, svc: Svc, caller: Caller) -> IssuedKey:
+    return svc.keys.create(caller, body.tenant, body.project, body.role)
 
 
-@router.post("/v1/ledger/events", status_code=202)
-def append_events(svc: Svc, caller: Caller, body: Any = Body(...)) -> dict[str, Any]:
+@router.post("/v1/ledger/events", status_code=202, response_model=Accepted)
+def append_events(svc: Svc, caller: Caller, body: Any = Body(...)) -> Accepted:
     records = svc.gateway.append(body, caller)
     EVENTS_ACCEPTED.inc(len(records))
-    return {"accepted": [str(r.event_id) for r in records]}
+    return Accepted(accepted=[r.event_id for r in records])
 
 
 @router.get("/v1/ledger/export")
@@ -101,8 +107,8 @@ def export_ledger(svc: Svc, caller: Caller, since: datetime | None = None,
     return StreamingResponse(svc.episodes.export(caller, since, incident_id), media_type="application/x-ndjson")
 
 
-@router.get("/v1/incidents/{incident_id}/episode")
-def get_episode(incident_id: str, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.get("/v1/incidents/{incident_id}/episode", response_model=EpisodeView)
+def get_episode(incident_id: str, svc: Svc, caller: Caller) -> EpisodeView:
     return svc.episodes.episode(caller, incident_id)
 
 
@@ -176,35 +182,37 @@ def rollback(family_id: UUID, body: RollbackRequest, svc: Svc, caller: Caller) -
     return svc.memory.rollback(caller, family_id, body.to_version, body.reason)
 
 
-@router.post("/v1/briefings")
-def briefing(body: BriefingRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.post("/v1/briefings", response_model=BriefingResponse)
+def briefing(body: BriefingRequest, svc: Svc, caller: Caller) -> Response:
+    """Serialized once, by orjson, from the model (`explain` only when asked): the read path's hot spot."""
     start = time.perf_counter()
     response = svc.briefing.brief(caller, body)
     observe_briefing(response, time.perf_counter() - start)
-    return response.wire()
+    return Response(orjson.dumps(response.wire()), media_type="application/json")
 
 
-@router.post("/v1/alerts/alertmanager")
-def alertmanager(body: AlertmanagerWebhook, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.post("/v1/alerts/alertmanager", response_model=IntakeAnswer)
+def alertmanager(body: AlertmanagerWebhook, svc: Svc, caller: Caller) -> IntakeAnswer:
     """Prometheus Alertmanager's webhook (version 4), as it sends it: firing alerts open incidents with a
     briefing waiting; resolved ones are recorded, never resolving the incident."""
-    return svc.intake.receive(caller, body, datetime.now(UTC)).model_dump(mode="json")
+    return svc.intake.receive(caller, body, datetime.now(UTC))
 
 
 @router.get("/v1/briefings/{briefing_id}")
 def get_briefing(briefing_id: UUID, svc: Svc, caller: Caller) -> dict[str, Any]:
+    """The answer exactly as it was given when the briefing was made (stored JSON, not re-shaped by
+    today's models, so an old briefing reads as it was)."""
     return svc.briefing.get(caller, briefing_id)
 
 
-@router.post("/v1/briefings/{briefing_id}/verify")
-def verify(briefing_id: UUID, body: VerifyRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
+@router.post("/v1/briefings/{briefing_id}/verify", response_model=VerifyResult)
+def verify(briefing_id: UUID, body: VerifyRequest, svc: Svc, caller: Caller) -> VerifyResult:
     return svc.verification.verify(caller, briefing_id, body.incident_id, body.namespace)
 
 
-@router.post("/v1/briefings/{briefing_id}/feedback", status_code=202)
-def feedback(briefing_id: UUID, body: FeedbackRequest, svc: Svc, caller: Caller) -> dict[str, Any]:
-    record = svc.briefing.feedback(caller, briefing_id, body)
-    return {"accepted": [str(record.event_id)]}
+@router.post("/v1/briefings/{briefing_id}/feedback", status_code=202, response_model=Accepted)
+def feedback(briefing_id: UUID, body: FeedbackRequest, svc: Svc, caller: Caller) -> Accepted:
+    return Accepted(accepted=[svc.briefing.feedback(caller, briefing_id, body).event_id])
 
 
 # ---------------------------------------------------------------- governance (CONTRACT "Governance")

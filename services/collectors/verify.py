@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from schemas.ledger import EventType, Trust, envelope
+from schemas.views import VerifyResult
 from services.briefing import records as B
 from services.collectors.kubernetes import KubernetesCollector
 from services.collectors.observations import observation
@@ -94,7 +95,7 @@ class VerificationService:
         self.verifier = verifier
 
     def verify(self, principal: Principal, briefing_id: uuid.UUID, incident_id: str,
-               namespace: str | None = None) -> dict[str, Any]:
+               namespace: str | None = None) -> VerifyResult:
         principal.require("agent")
         cited = self._cited_checks(principal, briefing_id)
         verdicts = []
@@ -102,9 +103,9 @@ class VerificationService:
             outcomes = [self.verifier.run(c, namespace) for c in checks]
             verdicts.append(HintVerdict(fam, version, combine(outcomes) if outcomes else "inconclusive", outcomes))
         events = self._events(principal, briefing_id, incident_id, verdicts)
-        accepted = [str(r.event_id) for r in self.gateway.append({"events": events}, principal)] if events else []
-        return {"briefing_id": str(briefing_id), "incident_id": incident_id,
-                "hints": [asdict(v) for v in verdicts], "appended": accepted}
+        accepted = [r.event_id for r in self.gateway.append({"events": events}, principal)] if events else []
+        return VerifyResult.model_validate({"briefing_id": briefing_id, "incident_id": incident_id,
+                                            "hints": [asdict(v) for v in verdicts], "appended": accepted})
 
     def _cited_checks(self, principal: Principal, briefing_id: uuid.UUID) -> list[tuple[str, int, list[Any]]]:
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:

@@ -10,9 +10,9 @@ import hashlib
 import hmac
 import secrets
 import uuid
-from dataclasses import dataclass
 
 from schemas.api import Whoami
+from schemas.views import IssuedKey
 from services.common.auth import ROLE_RANK, Principal
 from services.common.db import Database
 from services.common.errors import Forbidden, InvalidInput, Unauthenticated
@@ -21,14 +21,6 @@ from services.common.errors import Forbidden, InvalidInput, Unauthenticated
 def whoami_of(principal: Principal) -> Whoami:
     principal.require("agent")
     return Whoami(tenant=principal.scoped_tenant, project=principal.project, role=principal.role)
-
-
-@dataclass(frozen=True)
-class IssuedKey:
-    key: str
-    tenant: str
-    project: str | None
-    role: str
 
 
 def hash_key(key: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 from uuid import UUID
 
 from schemas.api import BriefingRequest, BriefingResponse, FeedbackRequest, Hint, RecordSearchRequest, Whoami
+from schemas.views import EpisodeView, RecordDetail, VerifyResult
 from services.common.auth import Principal
 from services.container import Services
 from services.gateway.keys import whoami_of
@@ -25,18 +26,18 @@ class AgentBackend(Protocol):
 
     def brief(self, request: BriefingRequest | None = None, **fields: Any) -> BriefingResponse: ...
 
-    def verify(self, briefing_id: UUID | str, incident_id: str, namespace: str | None = None) -> dict[str, Any]: ...
+    def verify(self, briefing_id: UUID | str, incident_id: str, namespace: str | None = None) -> VerifyResult: ...
 
     def feedback(self, briefing_id: UUID | str, family_id: UUID | str, verdict: Verdict,
                  incident_id: str = "CURRENT") -> UUID: ...
 
     def append(self, events: list[dict[str, Any]]) -> list[UUID]: ...
 
-    def episode(self, incident_id: str) -> dict[str, Any]: ...
+    def episode(self, incident_id: str) -> EpisodeView: ...
 
     def search_records(self, query: str, services: list[str] | None = None, limit: int = 5) -> list[Hint]: ...
 
-    def get_record(self, family_id: UUID | str) -> dict[str, Any]: ...
+    def get_record(self, family_id: UUID | str) -> RecordDetail: ...
 
 
 class LocalBackend:
@@ -52,7 +53,7 @@ class LocalBackend:
     def brief(self, request: BriefingRequest | None = None, **fields: Any) -> BriefingResponse:
         return self.svc.briefing.brief(self.principal, request or BriefingRequest.model_validate(fields))
 
-    def verify(self, briefing_id: UUID | str, incident_id: str, namespace: str | None = None) -> dict[str, Any]:
+    def verify(self, briefing_id: UUID | str, incident_id: str, namespace: str | None = None) -> VerifyResult:
         return self.svc.verification.verify(self.principal, UUID(str(briefing_id)), incident_id, namespace)
 
     def feedback(self, briefing_id: UUID | str, family_id: UUID | str, verdict: Verdict,
@@ -63,12 +64,12 @@ class LocalBackend:
     def append(self, events: list[dict[str, Any]]) -> list[UUID]:
         return [r.event_id for r in self.svc.gateway.append({"events": events}, self.principal)]
 
-    def episode(self, incident_id: str) -> dict[str, Any]:
+    def episode(self, incident_id: str) -> EpisodeView:
         return self.svc.episodes.episode(self.principal, incident_id)
 
     def search_records(self, query: str, services: list[str] | None = None, limit: int = 5) -> list[Hint]:
         request = RecordSearchRequest(query=query, services=services or [], limit=limit)
         return self.svc.briefing.search(self.principal, request)
 
-    def get_record(self, family_id: UUID | str) -> dict[str, Any]:
-        return self.svc.memory.get_record(self.principal, UUID(str(family_id))).model_dump(mode="json")
+    def get_record(self, family_id: UUID | str) -> RecordDetail:
+        return self.svc.memory.get_record(self.principal, UUID(str(family_id)))

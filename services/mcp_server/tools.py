@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from schemas.api import BriefingAlert, BriefingRequest, BriefingResponse, Hint, IncidentId, Whoami
 from schemas.ledger import ObservationSource, ShortText
+from schemas.views import EpisodeView, RecordDetail, VerifyResult
 from services.common.errors import OpsloreError
 from services.mcp_server.backend import AgentBackend
 from services.sdk.calls import ApiError
@@ -114,7 +115,7 @@ def _register_reads(server: MCPServer[Any], backend_of: BackendOf) -> None:
             {k: v for k, v in request.items() if v is not None})))
 
     @server.tool(annotations=READ_ONLY, title="Investigation so far")
-    async def get_episode(incident_id: IncidentId) -> dict[str, Any]:
+    async def get_episode(incident_id: IncidentId) -> EpisodeView:
         """The incident's episode: timeline, hypotheses with their status, checked evidence, misleading
         signals and open questions — what to read when resuming an investigation."""
         return await _run(backend_of, lambda b: b.episode(incident_id))
@@ -129,14 +130,14 @@ def _register_reads(server: MCPServer[Any], backend_of: BackendOf) -> None:
         return RecordMatches(records=await _run(backend_of, lambda b: b.search_records(query, services, limit)))
 
     @server.tool(annotations=READ_ONLY, title="One memory record")
-    async def get_record(family_id: str) -> dict[str, Any]:
+    async def get_record(family_id: str) -> RecordDetail:
         """A memory record's current version, its state and its full version history with provenance."""
         return await _run(backend_of, lambda b: b.get_record(family_id))
 
 
 def _register_writes(server: MCPServer[Any], backend_of: BackendOf) -> None:
     @server.tool(annotations=VERIFY, title="Check the hints live")
-    async def verify_briefing(briefing_id: str, incident_id: IncidentId) -> dict[str, Any]:
+    async def verify_briefing(briefing_id: str, incident_id: IncidentId) -> VerifyResult:
         """Run every check of a briefing's hints against live Prometheus/Kubernetes now. Per hint: supported,
         refuted or inconclusive, with the values seen. The observations and verdicts are recorded in the
         incident's ledger as trusted tool evidence."""

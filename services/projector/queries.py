@@ -9,6 +9,8 @@ from typing import Any
 from psycopg import sql
 
 from schemas.ledger import LedgerRecord, Trust
+from schemas.memory import Episode
+from schemas.views import EpisodeView, Resume, TrustedEvidence
 from services.common.auth import Principal
 from services.common.db import Database
 from services.common.errors import NotFound
@@ -16,36 +18,36 @@ from services.common.paging import where
 from services.projector import store
 
 
-def resume_view(body: dict[str, Any]) -> dict[str, Any]:
+def resume_view(episode: Episode) -> Resume:
     """Session memory for an agent that resumes the investigation (another replica, after a crash): the
     hypotheses still open, those judged, the trusted evidence so far and what is still missing. Derived
     when read, so the projection itself stays exactly what the ledger produces."""
-    hypotheses = list((body.get("hypotheses") or {}).values())
-    open_ = [h for h in hypotheses if h.get("status") == "proposed"]
-    trusted = [o for o in body.get("observations") or [] if o.get("trust") == Trust.TRUSTED_TOOL]
-    questions = [f"verify or refute: {h['statement']}" for h in open_]
+    hypotheses = list(episode.hypotheses.values())
+    open_ = [h for h in hypotheses if h.status == "proposed"]
+    trusted = [o for o in episode.observations if o.trust == Trust.TRUSTED_TOOL]
+    questions = [f"verify or refute: {h.statement}" for h in open_]
     if not trusted:
         questions.append("no trusted tool evidence yet: query the live systems")
-    if body.get("status") == "open" and not body.get("root_cause"):
+    if episode.status == "open" and not episode.root_cause:
         questions.append("root cause not established")
-    return {"open_hypotheses": open_,
-            "judged_hypotheses": [h for h in hypotheses if h.get("status") != "proposed"],
-            "trusted_evidence": [{"event_id": o["event_id"], "summary": o["summary"], "query": o.get("query")}
-                                 for o in trusted],
-            "misleading_signals": body.get("misleading_signals") or [], "open_questions": questions}
+    return Resume(open_hypotheses=open_, judged_hypotheses=[h for h in hypotheses if h.status != "proposed"],
+                  trusted_evidence=[TrustedEvidence(event_id=o.event_id, summary=o.summary, query=o.query)
+                                    for o in trusted],
+                  misleading_signals=episode.misleading_signals, open_questions=questions)
 
 
 class EpisodeQueries:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def episode(self, principal: Principal, incident_id: str) -> dict[str, Any]:
+    def episode(self, principal: Principal, incident_id: str) -> EpisodeView:
         principal.require("agent")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = store.read_episode(cur, incident_id)
         if row is None or (principal.project and row.project != principal.project):
             raise NotFound(f"no episode for incident {incident_id}")
-        return {**row.body, "resume": resume_view(row.body)}
+        episode = Episode.model_validate(row.body)
+        return EpisodeView(**episode.model_dump(), resume=resume_view(episode))
 
     def export(self, principal: Principal, since: datetime | None, incident_id: str | None) -> Iterator[bytes]:
         """The tenant's ledger records as stored on the topic (NDJSON lines), in ledger order.

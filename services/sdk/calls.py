@@ -21,6 +21,7 @@ from schemas.api import (
     RecordSearchResponse,
     Whoami,
 )
+from schemas.views import EpisodeView, RecordDetail, VerifyResult
 
 T = TypeVar("T")
 
@@ -69,12 +70,13 @@ def brief(request: BriefingRequest) -> Call[BriefingResponse]:
 
 
 def get_briefing(briefing_id: UUID | str) -> Call[dict[str, Any]]:
+    """The stored answer as it was given (its JSON, not re-parsed by today's models)."""
     return Call("GET", f"/v1/briefings/{briefing_id}", _dict)
 
 
-def verify(briefing_id: UUID | str, incident_id: str, namespace: str | None = None) -> Call[dict[str, Any]]:
+def verify(briefing_id: UUID | str, incident_id: str, namespace: str | None = None) -> Call[VerifyResult]:
     body = {"incident_id": incident_id} | ({"namespace": namespace} if namespace else {})
-    return Call("POST", f"/v1/briefings/{briefing_id}/verify", _dict, json=body)
+    return Call("POST", f"/v1/briefings/{briefing_id}/verify", VerifyResult.model_validate, json=body)
 
 
 def feedback(briefing_id: UUID | str, request: FeedbackRequest) -> Call[UUID]:
@@ -86,8 +88,8 @@ def append(events: list[dict[str, Any]]) -> Call[list[UUID]]:
     return Call("POST", "/v1/ledger/events", _accepted, json={"events": events})
 
 
-def episode(incident_id: str) -> Call[dict[str, Any]]:
-    return Call("GET", f"/v1/incidents/{incident_id}/episode", _dict)
+def episode(incident_id: str) -> Call[EpisodeView]:
+    return Call("GET", f"/v1/incidents/{incident_id}/episode", EpisodeView.model_validate)
 
 
 def search_records(request: RecordSearchRequest) -> Call[list[Hint]]:
@@ -95,5 +97,5 @@ def search_records(request: RecordSearchRequest) -> Call[list[Hint]]:
                 json=request.model_dump(mode="json"))
 
 
-def get_record(family_id: UUID | str) -> Call[dict[str, Any]]:
-    return Call("GET", f"/v1/records/{family_id}", _dict)
+def get_record(family_id: UUID | str) -> Call[RecordDetail]:
+    return Call("GET", f"/v1/records/{family_id}", RecordDetail.model_validate)

@@ -23,6 +23,7 @@ import httpx
 
 from schemas.api import BriefingRequest, BriefingResponse, FeedbackRequest, Hint, RecordSearchRequest, Whoami
 from schemas.ledger import EventType, envelope
+from schemas.views import EpisodeView, RecordDetail, VerifyResult
 from services.sdk import calls
 from services.sdk.calls import ApiError, Call
 
@@ -93,7 +94,7 @@ class Client:
     def get_briefing(self, briefing_id: UUID | str) -> dict[str, Any]:
         return self.call(calls.get_briefing(briefing_id))
 
-    def verify(self, briefing_id: UUID | str, incident_id: str, namespace: str | None = None) -> dict[str, Any]:
+    def verify(self, briefing_id: UUID | str, incident_id: str, namespace: str | None = None) -> VerifyResult:
         return self.call(calls.verify(briefing_id, incident_id, namespace))
 
     def feedback(self, briefing_id: UUID | str, family_id: UUID | str, verdict: Verdict,
@@ -107,14 +108,14 @@ class Client:
     def record_observation(self, incident_id: str, source: str, summary: str, **kw: Any) -> UUID:
         return self.append([observation_event(incident_id, source, summary, **kw)])[0]
 
-    def episode(self, incident_id: str) -> dict[str, Any]:
+    def episode(self, incident_id: str) -> EpisodeView:
         return self.call(calls.episode(incident_id))
 
     def search_records(self, query: str, services: list[str] | None = None, limit: int = 5) -> list[Hint]:
         return self.call(calls.search_records(RecordSearchRequest(query=query, services=services or [],
                                                                   limit=limit)))
 
-    def get_record(self, family_id: UUID | str) -> dict[str, Any]:
+    def get_record(self, family_id: UUID | str) -> RecordDetail:
         return self.call(calls.get_record(family_id))
 
 
@@ -147,7 +148,7 @@ class AsyncClient:
         return await self.call(calls.brief(request or BriefingRequest.model_validate(fields)))
 
     async def verify(self, briefing_id: UUID | str, incident_id: str,
-                     namespace: str | None = None) -> dict[str, Any]:
+                     namespace: str | None = None) -> VerifyResult:
         return await self.call(calls.verify(briefing_id, incident_id, namespace))
 
     async def feedback(self, briefing_id: UUID | str, family_id: UUID | str, verdict: Verdict,
@@ -161,12 +162,12 @@ class AsyncClient:
     async def record_observation(self, incident_id: str, source: str, summary: str, **kw: Any) -> UUID:
         return (await self.append([observation_event(incident_id, source, summary, **kw)]))[0]
 
-    async def episode(self, incident_id: str) -> dict[str, Any]:
+    async def episode(self, incident_id: str) -> EpisodeView:
         return await self.call(calls.episode(incident_id))
 
     async def search_records(self, query: str, services: list[str] | None = None, limit: int = 5) -> list[Hint]:
         return await self.call(calls.search_records(RecordSearchRequest(query=query, services=services or [],
                                                                         limit=limit)))
 
-    async def get_record(self, family_id: UUID | str) -> dict[str, Any]:
+    async def get_record(self, family_id: UUID | str) -> RecordDetail:
         return await self.call(calls.get_record(family_id))

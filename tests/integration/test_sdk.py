@@ -33,7 +33,7 @@ def test_sync_client_briefs_records_and_gives_feedback(tenant_client: TenantFact
         event_id = ol.record_observation("INC-SDK", "prometheus", "pool at 100%", signals=["db_pool_saturation"])
         assert isinstance(event_id, uuid.UUID)
         assert isinstance(ol.feedback(answer.briefing_id, family, "adopted", incident_id="INC-SDK"), uuid.UUID)
-        assert ol.get_record(family)["family_id"] == str(family)
+        assert ol.get_record(family).family_id == family
         assert "pool at 100%" in str(eventually(lambda: ol.episode("INC-SDK")))
         with pytest.raises(ValidationError):
             ol.brief(limit=50)  # the request model is checked before anything is sent
