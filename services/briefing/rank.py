@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any
 
+from services.briefing.facts import RecordFacts
 from services.lexicon.analyzer import CONCEPT_PREFIX, GENERIC_TERMS
 from services.lexicon.index import CorpusStats
 
@@ -76,23 +76,19 @@ class RankPolicy:
 
 @dataclass
 class Scored:
-    row: dict[str, Any]
+    facts: RecordFacts
     score: float
     relevance: float
     confidence: float
     parts: dict[str, float | str] = field(default_factory=dict)
 
 
-def lexemes_of(row: dict[str, Any]) -> frozenset[str]:
-    return frozenset(row.get("lexemes") or ())
-
-
-def stats_from_rows(rows: Iterable[dict[str, Any]]) -> CorpusStats:
+def stats_from_rows(rows: Iterable[RecordFacts]) -> CorpusStats:
     """Statistics of the retrieved rows themselves, for callers without the tenant's index (tests)."""
     df: dict[str, int] = {}
     total = docs = 0
     for row in rows:
-        lex = lexemes_of(row)
+        lex = row.lexemes
         docs += 1
         total += len(lex)
         for t in lex:
@@ -107,11 +103,11 @@ def _weight(t: str, stats: CorpusStats) -> float:
     return w * GENERIC_WEIGHT if t in GENERIC_TERMS else w
 
 
-def _bm25_mass(weights: dict[str, float], have: frozenset[str], row: dict[str, Any], stats: CorpusStats) -> float:
-    matched = [w for t, w in weights.items() if t in have]
+def _bm25_mass(weights: dict[str, float], row: RecordFacts, stats: CorpusStats) -> float:
+    matched = [w for t, w in weights.items() if t in row.lexemes]
     if not matched:
         return 0.0
-    length = float(row.get("doc_length") or len(have) or 1)
+    length = float(row.doc_length)
     norm = (K1 + 1) / (1 + K1 * (1 - B + B * length / stats.avg_length))
     return sum(matched) * norm
 
@@ -138,25 +134,24 @@ def _overlap(asked: frozenset[str], have: Iterable[str]) -> float:
     return len(asked & set(have)) / len(asked) if asked else 0.0
 
 
-def channels(q: RankQuery, row: dict[str, Any], stats: CorpusStats, policy: RankPolicy,
+def channels(q: RankQuery, row: RecordFacts, stats: CorpusStats, policy: RankPolicy,
              semantic: float | None = None, weights: TermWeights | None = None) -> dict[str, float]:
     """Each channel's strength in [0, 1] for this record."""
     weights = weights or TermWeights.of(q, stats)
-    have = lexemes_of(row)
     structured = {
-        "alert": 1.0 if q.alert and q.alert == row.get("alert_name") else 0.0,
-        "signal": _overlap(q.signals, row.get("signals") or []),
-        "entity": _overlap(q.entities, [*(row.get("entities") or []), *(row.get("services") or [])]),
-        "service": 1.0 if q.services & set(row.get("services") or []) else 0.0,
+        "alert": 1.0 if q.alert and q.alert == row.alert_name else 0.0,
+        "signal": _overlap(q.signals, row.signals),
+        "entity": _overlap(q.entities, row.entities.union(row.services)),
+        "service": 1.0 if q.services.intersection(row.services) else 0.0,
     }
     sem = 0.0
     if semantic is not None and policy.semantic_ceiling > policy.semantic_floor:
         sem = min(max((semantic - policy.semantic_floor) / (policy.semantic_ceiling - policy.semantic_floor), 0.0), 1.0)
     return {
-        "lexical": _saturate(_bm25_mass(weights.words, have, row, stats), policy.lexical_scale),
-        "concept": _saturate(_bm25_mass(weights.concepts, have, row, stats), policy.concept_scale),
+        "lexical": _saturate(_bm25_mass(weights.words, row, stats), policy.lexical_scale),
+        "concept": _saturate(_bm25_mass(weights.concepts, row, stats), policy.concept_scale),
         **structured,
-        "misleading": MISLEADING_STRENGTH if q.signals & set(row.get("misleading_signals") or []) else 0.0,
+        "misleading": MISLEADING_STRENGTH if q.signals & row.misleading_signals else 0.0,
         "semantic": sem,
     }
 
@@ -175,35 +170,38 @@ def is_specific(parts: dict[str, float]) -> bool:
             or parts["entity"] > 0 or parts["misleading"] > 0 or parts["semantic"] >= 0.5)
 
 
-def adjusted_confidence(row: dict[str, Any]) -> float:
-    value = float(row["confidence"]) + 0.05 * int(row.get("adopted", 0)) - 0.15 * int(row.get("refuted", 0))
+def adjusted_confidence(row: RecordFacts) -> float:
+    value = row.confidence + 0.05 * row.adopted - 0.15 * row.refuted
     return round(min(max(value, 0.05), 0.99), 3)
 
 
-def decay(row: dict[str, Any], policy: RankPolicy) -> float:
-    if row.get("memory_type") == "procedural" or policy.now is None or policy.half_life_days <= 0:
+def decay(row: RecordFacts, policy: RankPolicy) -> float:
+    if row.memory_type == "procedural" or policy.now is None or policy.half_life_days <= 0:
         return 1.0
-    seen = row.get("last_verified_at") or row.get("observed_at")
+    seen = row.last_verified_at or row.observed_at
     if seen is None:
         return 1.0
     age_days = max((policy.now - seen).total_seconds() / 86400.0, 0.0)
     return math.pow(0.5, age_days / policy.half_life_days)
 
 
-def environment_fit(q: RankQuery, row: dict[str, Any]) -> float:
-    pairs = ((q.environment, row.get("environment")), (q.cluster, row.get("cluster")),
-             (q.version, row.get("version_range")), (q.topology, row.get("topology_fingerprint")))
+def _scope_pairs(q: RankQuery, row: RecordFacts) -> tuple[tuple[str | None, str | None], ...]:
+    """(asked, learned) for environment, cluster, version and topology."""
+    return ((q.environment, row.environment), (q.cluster, row.cluster), (q.version, row.version_range),
+            (q.topology, row.topology_fingerprint))
+
+
+def environment_fit(q: RankQuery, row: RecordFacts) -> float:
+    pairs = _scope_pairs(q, row)
     mismatches = sum(1 for asked, have in pairs if asked and have and asked != have)
     return 0.85 ** mismatches
 
 
-def applicable(q: RankQuery, row: dict[str, Any]) -> bool:
+def applicable(q: RankQuery, row: RecordFacts) -> bool:
     """Hard filter: a reviewer-restricted record is dropped when the request is outside its scope."""
-    if not row.get("applicability_restricted"):
+    if not row.applicability_restricted:
         return True
-    pairs = ((q.environment, row.get("environment")), (q.cluster, row.get("cluster")),
-             (q.version, row.get("version_range")), (q.topology, row.get("topology_fingerprint")))
-    return all(not (asked and have) or asked == have for asked, have in pairs)
+    return all(not (asked and have) or asked == have for asked, have in _scope_pairs(q, row))
 
 
 def infer_categories(kept: list[Scored]) -> dict[str, float]:
@@ -211,19 +209,19 @@ def infer_categories(kept: list[Scored]) -> dict[str, float]:
     its relevance; shares sum to 1. Learned from the tenant's own approved records, nothing else."""
     votes: dict[str, float] = {}
     for s in kept:
-        cat = s.row.get("root_cause_category")
+        cat = s.facts.root_cause_category
         if cat:
             votes[cat] = votes.get(cat, 0.0) + s.relevance
     total = sum(votes.values())
     return {c: round(v / total, 4) for c, v in sorted(votes.items(), key=lambda kv: -kv[1])} if total else {}
 
 
-def score(q: RankQuery, row: dict[str, Any], policy: RankPolicy, stats: CorpusStats,
+def score(q: RankQuery, row: RecordFacts, policy: RankPolicy, stats: CorpusStats,
           semantic: float | None = None, weights: TermWeights | None = None) -> Scored:
     return _scored(q, row, policy, channels(q, row, stats, policy, semantic, weights))
 
 
-def _scored(q: RankQuery, row: dict[str, Any], policy: RankPolicy, parts: dict[str, float]) -> Scored:
+def _scored(q: RankQuery, row: RecordFacts, policy: RankPolicy, parts: dict[str, float]) -> Scored:
     rel = fuse(parts)
     conf = adjusted_confidence(row)
     dec = decay(row, policy)
@@ -232,7 +230,7 @@ def _scored(q: RankQuery, row: dict[str, Any], policy: RankPolicy, parts: dict[s
     explain: dict[str, float | str] = {**{f"match_{k}": round(v, 3) for k, v in parts.items()},
                                        "relevance": round(rel, 4), "confidence": conf, "decay": round(dec, 4),
                                        "environment_fit": round(env, 3)}
-    return Scored(row=row, score=round(rel * quality, 4), relevance=rel, confidence=conf, parts=explain)
+    return Scored(facts=row, score=round(rel * quality, 4), relevance=rel, confidence=conf, parts=explain)
 
 
 @dataclass(frozen=True)
@@ -243,7 +241,7 @@ class Ranked:
     categories: dict[str, float]
 
 
-def rank(q: RankQuery, rows: list[dict[str, Any]], policy: RankPolicy, limit: int,
+def rank(q: RankQuery, rows: list[RecordFacts], policy: RankPolicy, limit: int,
          similarities: dict[tuple[str, int], float] | None = None,
          stats: CorpusStats | None = None) -> Ranked:
     """`similarities`: embedding cosine per (family_id, version) when the semantic branch answered;
@@ -254,15 +252,15 @@ def rank(q: RankQuery, rows: list[dict[str, Any]], policy: RankPolicy, limit: in
     for row in rows:
         if not applicable(q, row):
             continue
-        sim = similarities.get((str(row["family_id"]), int(row["version"]))) if similarities else None
+        sim = similarities.get(row.key) if similarities else None
         parts = channels(q, row, stats, policy, sim, weights)
         if is_specific(parts) and fuse(parts) >= policy.min_relevance:
             kept.append(_scored(q, row, policy, parts))
     shares = infer_categories(kept)
     rule = f"relevance >= {policy.min_relevance} and a match beyond the service"
     for s in kept:
-        share = shares.get(s.row.get("root_cause_category") or "", 0.0)
+        share = shares.get(s.facts.root_cause_category or "", 0.0)
         s.score = round(s.score * (1.0 + policy.category_weight * share), 4)
         s.parts.update(category_share=share, abstain_rule=rule)
-    kept.sort(key=lambda s: (-s.score, -s.relevance, str(s.row["family_id"])))
+    kept.sort(key=lambda s: (-s.score, -s.relevance, str(s.facts.family_id)))
     return Ranked(kept[:limit], shares)

@@ -11,6 +11,7 @@ from datetime import datetime
 from psycopg import sql
 
 from schemas.api import BriefingRequest
+from services.briefing.facts import RecordFacts
 from services.common.db import Cursor, Row
 from services.lexicon.analyzer import tsquery_any
 from services.lexicon.index import CorpusStats, selective
@@ -29,6 +30,7 @@ SELECT v.family_id, v.version, v.memory_type, v.alert_name, v.services, v.signal
        v.confidence, v.environment, v.cluster, v.version_range, v.topology_fingerprint,
        v.applicability_restricted, v.last_verified_at, v.observed_at, v.root_cause_category,
        v.misleading_signals, s.doc_length, s.lexemes,
+       coalesce((v.trust_mix->>'untrusted_text')::int, 0) > 0 AS untrusted_evidence,
        coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted
 FROM picked p
 JOIN memory_versions v ON v.family_id = p.family_id AND v.version = p.version
@@ -40,7 +42,7 @@ WHERE v.valid_from <= %(now)s AND (v.valid_until IS NULL OR v.valid_until > %(no
 
 
 def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], project: str | None,
-                     now: datetime, stats: CorpusStats) -> list[Row]:
+                     now: datetime, stats: CorpusStats) -> list[RecordFacts]:
     """Bounded, index-driven branches (same service; same signals under the same alert; a requested
     signal marked misleading; full text over the selective lexemes), unioned, then full rows with
     their lexemes (the ranker's BM25 intersects them with the question's)."""
@@ -49,7 +51,7 @@ def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], proje
         "alert": req.alert.name if req.alert else None, "services": req.services,
         "signals": req.signals, "limit": BRANCH_LIMIT, "text_cap": TEXT_MATCH_CAP,
     })
-    return cur.fetchall()
+    return [RecordFacts.of(r) for r in cur.fetchall()]
 
 
 DETAIL_COLUMNS = ("project", "summary", "root_cause", "source_incidents",
@@ -59,14 +61,12 @@ _DETAILS = sql.SQL("""SELECT family_id, version, {} FROM memory_versions
     sql.SQL(", ").join(map(sql.Identifier, DETAIL_COLUMNS)))
 
 
-def add_details(cur: Cursor, rows: list[Row]) -> None:
-    """Fill in the columns a hint shows, for the few rows that made the answer (by primary key)."""
-    if not rows:
-        return
-    cur.execute(_DETAILS, ([r["family_id"] for r in rows], [r["version"] for r in rows]))
-    details = {(d["family_id"], d["version"]): d for d in cur.fetchall()}
-    for r in rows:
-        r.update(details[(r["family_id"], r["version"])])
+def fetch_details(cur: Cursor, facts: list[RecordFacts]) -> dict[tuple[str, int], Row]:
+    """The columns a hint shows, for the few versions that made the answer (by primary key)."""
+    if not facts:
+        return {}
+    cur.execute(_DETAILS, ([f.family_id for f in facts], [f.version for f in facts]))
+    return {(str(d["family_id"]), int(d["version"])): d for d in cur.fetchall()}
 
 
 def alert_categories(cur: Cursor, alert_name: str, project: str | None, now: datetime) -> dict[str, set[str]]:

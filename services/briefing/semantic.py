@@ -16,6 +16,7 @@ import numpy as np
 
 from schemas.memory import VersionContent
 from services.briefing.embedding import Embedder, HashingNgramEmbedder, MultilingualE5Embedder
+from services.briefing.facts import RecordFacts
 from services.common.db import Cursor, Database
 from services.lexicon.index import search_text
 from services.memory import records as R
@@ -57,7 +58,7 @@ class SemanticIndex:
         row = cur.fetchone()
         return str(row["active_model"]) if row else self.model
 
-    def similarities(self, cur: Cursor, text: str, rows: list[dict[str, Any]]) -> dict[tuple[str, int], float]:
+    def similarities(self, cur: Cursor, text: str, rows: list[RecordFacts]) -> dict[tuple[str, int], float]:
         if not rows or not text.strip():
             return {}
         model = self.active_model(cur)
@@ -66,7 +67,7 @@ class SemanticIndex:
         cur.execute(
             """SELECT family_id, version, vector FROM version_vectors
                WHERE model = %s AND (family_id, version) IN (SELECT * FROM unnest(%s::uuid[], %s::int[]))""",
-            (model, [r["family_id"] for r in rows], [r["version"] for r in rows]),
+            (model, [r.family_id for r in rows], [r.version for r in rows]),
         )
         query = self.embedder.embed_query(text)
         return {(str(r["family_id"]), int(r["version"])): float(np.dot(np.asarray(r["vector"], np.float32), query))

@@ -28,13 +28,14 @@ from schemas.api import (
 from schemas.ledger import EventType, LedgerRecord, Trust, envelope
 from services.briefing import records as B
 from services.briefing import retrieval as C
+from services.briefing.facts import RecordFacts
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank
 from services.briefing.render import render
 from services.briefing.semantic import SemanticIndex
 from services.briefing.warnings import WarningContext, warnings_for
 from services.common import logs
 from services.common.auth import Principal
-from services.common.db import Cursor, Database
+from services.common.db import Cursor, Database, Row
 from services.common.errors import NotFound
 from services.common.settings import Settings
 from services.gateway.service import LedgerGateway
@@ -69,7 +70,7 @@ def build_query(req: BriefingRequest) -> tuple[RankQuery, list[str]]:
     return q, tokens
 
 
-def evidence_views(row: dict[str, Any], limit: int) -> list[EvidenceView]:
+def evidence_views(row: Row, limit: int) -> list[EvidenceView]:
     views = []
     for e in (row.get("evidence") or [])[:limit]:
         untrusted = e.get("trust") == Trust.UNTRUSTED_TEXT.value
@@ -79,12 +80,13 @@ def evidence_views(row: dict[str, Any], limit: int) -> list[EvidenceView]:
     return views
 
 
-def checks(row: dict[str, Any], services: list[str], limit: int) -> list[CheckView]:
+def checks(row: Row, learned_services: tuple[str, ...], services: list[str], limit: int) -> list[CheckView]:
+    """The record's live checks, rewritten for the service asked about when the record learned another."""
     out = []
     for c in (row.get("verify_with") or [])[:limit]:
         query = c["query"]
-        if services and row.get("services") and services[0] not in row["services"]:
-            for old in row["services"]:
+        if services and learned_services and services[0] not in learned_services:
+            for old in learned_services:
                 query = query.replace(old, services[0])
         out.append(CheckView(source=c["source"], query=query, expect=c["expect"], signals=c.get("signals", [])))
     return out
@@ -120,9 +122,10 @@ class BriefingService:
         rows = C.fetch_candidates(cur, req, tokens, principal.project, now, stats)
         similarities, degraded = self._semantic(cur, req, rows)
         ranking = rank(q, rows, self._policy(now), req.limit, similarities, stats)
-        C.add_details(cur, [s.row for s in ranking.hints])
+        details = C.fetch_details(cur, [s.facts for s in ranking.hints])
         ctx = self._context(cur, ranking, q, principal.project, now)
-        hints = [self._hint(s, q, req, ctx, detail=2 if i == 0 else 1) for i, s in enumerate(ranking.hints)]
+        hints = [self._hint(s, details[s.facts.key], q, req, ctx, detail=2 if i == 0 else 1)
+                 for i, s in enumerate(ranking.hints)]
         response = BriefingResponse(briefing_id=uuid.uuid4(), hints=hints, degraded=degraded, rendered=render(hints))
         response.token_estimate = token_estimate(response.rendered)
         response.token_estimate_json = token_estimate(response.wire())
@@ -148,7 +151,7 @@ class BriefingService:
                           semantic_floor=floor, semantic_ceiling=ceiling)
 
     def _semantic(self, cur: Cursor, req: BriefingRequest,
-                  rows: list[dict[str, Any]]) -> tuple[dict[tuple[str, int], float] | None, list[str]]:
+                  rows: list[RecordFacts]) -> tuple[dict[tuple[str, int], float] | None, list[str]]:
         """Embedding similarities; None when the branch is switched off (not degraded: nothing failed),
         None and `degraded: ["embedding"]` when it is configured and fails."""
         if self.semantic is None:
@@ -162,7 +165,7 @@ class BriefingService:
 
     def _context(self, cur: Cursor, ranking: Ranked, q: RankQuery, project: str | None,
                  now: datetime) -> WarningContext:
-        alerts = {s.row["alert_name"] for s in ranking.hints if s.row.get("alert_name")}
+        alerts = {s.facts.alert_name for s in ranking.hints if s.facts.alert_name}
         return WarningContext(
             now=now, stale_after_days=self.settings.stale_after_days,
             low_confidence_below=self.settings.low_confidence_below,
@@ -171,16 +174,19 @@ class BriefingService:
             inferred_categories=ranking.categories,
         )
 
-    def _hint(self, s: Scored, q: RankQuery, req: BriefingRequest, ctx: WarningContext, detail: int) -> Hint:
-        """`detail`: how many evidence items and checks to include (the top hint gets more)."""
-        row = s.row
+    @staticmethod
+    def _hint(s: Scored, row: Row, q: RankQuery, req: BriefingRequest, ctx: WarningContext, detail: int) -> Hint:
+        """`row`: the version's shown columns; `detail`: how many evidence items and checks to include (the
+        top hint gets more)."""
+        f = s.facts
         return Hint(
-            family_id=row["family_id"], version=row["version"], memory_type=row["memory_type"],
-            summary=row["summary"], root_cause=row["root_cause"], root_cause_category=row["root_cause_category"],
+            family_id=f.family_id, version=f.version, memory_type=f.memory_type,
+            summary=row["summary"], root_cause=row["root_cause"], root_cause_category=f.root_cause_category,
             confidence=s.confidence, score=s.score,
             source_incidents=list(row["source_incidents"]), evidence=evidence_views(row, detail),
-            warnings=warnings_for(q, row, s.confidence, ctx), verify_with=checks(row, req.services, detail),
-            valid_until=row["valid_until"], last_verified_at=row["last_verified_at"],
+            warnings=warnings_for(q, f, s.confidence, ctx),
+            verify_with=checks(row, f.services, req.services, detail),
+            valid_until=row["valid_until"], last_verified_at=f.last_verified_at,
             explain=s.parts if req.explain else None,
         )
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from schemas.api import Warning_
-from schemas.ledger import Trust
+from services.briefing.facts import RecordFacts
 from services.briefing.rank import RankQuery
 
 
@@ -22,17 +21,17 @@ class WarningContext:
     inferred_categories: dict[str, float] = field(default_factory=dict)
 
 
-def warnings_for(q: RankQuery, row: dict[str, Any], confidence: float, ctx: WarningContext) -> list[Warning_]:
+def warnings_for(q: RankQuery, row: RecordFacts, confidence: float, ctx: WarningContext) -> list[Warning_]:
     out = [Warning_(code="history_is_hypothesis", message="A clue from history; confirm with current telemetry.")]
     out += _alternatives(row, ctx)
     out += _environment(q, row)
     out += _misleading(q, row, ctx)
-    seen = row.get("last_verified_at")
+    seen = row.last_verified_at
     if seen is not None and (ctx.now - seen).days > ctx.stale_after_days:
         out.append(Warning_(code="stale", message=f"Last verified {(ctx.now - seen).days} days ago."))
     if confidence < ctx.low_confidence_below:
         out.append(Warning_(code="low_confidence", message=f"Confidence {confidence:.2f} is low."))
-    if (row.get("trust_mix") or {}).get(Trust.UNTRUSTED_TEXT):
+    if row.untrusted_evidence:
         out.append(Warning_(code="untrusted_source", message="Some evidence is untrusted text; withheld."))
     return out
 
@@ -40,36 +39,36 @@ def warnings_for(q: RankQuery, row: dict[str, Any], confidence: float, ctx: Warn
 ALTERNATIVE_SHARE = 0.2  # an inferred category this likely is worth naming next to a hint of another
 
 
-def _alternatives(row: dict[str, Any], ctx: WarningContext) -> list[Warning_]:
-    own = row.get("root_cause_category")
-    cats = ctx.alert_categories.get(row.get("alert_name") or "", {})
+def _alternatives(row: RecordFacts, ctx: WarningContext) -> list[Warning_]:
+    own = row.root_cause_category
+    cats = ctx.alert_categories.get(row.alert_name or "", {})
     others = {c: inc for c, inc in cats.items() if c != own}
     likely = {c: share for c, share in ctx.inferred_categories.items() if c != own and share >= ALTERNATIVE_SHARE}
     parts = []
     if others:
         listed = "; ".join(f"{c} ({', '.join(sorted(i))})" for c, i in sorted(others.items()))
-        parts.append(f"Alert {row.get('alert_name')} has had other root causes: {listed}.")
+        parts.append(f"Alert {row.alert_name} has had other root causes: {listed}.")
     if likely:
         listed = ", ".join(f"{c} ({share:.0%})" for c, share in likely.items())
         parts.append(f"Past incidents like this one also point to: {listed}.")
     return [Warning_(code="alternative_root_causes", message=" ".join(parts))] if parts else []
 
 
-def _environment(q: RankQuery, row: dict[str, Any]) -> list[Warning_]:
+def _environment(q: RankQuery, row: RecordFacts) -> list[Warning_]:
     out: list[Warning_] = []
     diffs = [f"{name} {have!r} (now {asked!r})" for name, asked, have in (
-        ("environment", q.environment, row.get("environment")), ("cluster", q.cluster, row.get("cluster")),
-        ("version", q.version, row.get("version_range"))) if asked and have and asked != have]
+        ("environment", q.environment, row.environment), ("cluster", q.cluster, row.cluster),
+        ("version", q.version, row.version_range)) if asked and have and asked != have]
     if diffs:
         out.append(Warning_(code="environment_mismatch", message="Learned in " + ", ".join(diffs) + "."))
-    if q.topology and row.get("topology_fingerprint") and q.topology != row["topology_fingerprint"]:
+    if q.topology and row.topology_fingerprint and q.topology != row.topology_fingerprint:
         out.append(Warning_(code="topology_changed",
                             message="The topology fingerprint differs from when this was learned."))
     return out
 
 
-def _misleading(q: RankQuery, row: dict[str, Any], ctx: WarningContext) -> list[Warning_]:
-    flagged = {s: ["this record"] for s in q.signals & set(row.get("misleading_signals") or [])}
+def _misleading(q: RankQuery, row: RecordFacts, ctx: WarningContext) -> list[Warning_]:
+    flagged = {s: ["this record"] for s in q.signals & row.misleading_signals}
     for s in q.signals:
         if s in ctx.tenant_misleading:
             flagged.setdefault(s, []).extend(ctx.tenant_misleading[s])

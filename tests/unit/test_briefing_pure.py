@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from services.briefing.facts import RecordFacts
 from services.briefing.rank import RankPolicy, RankQuery, rank
 from services.briefing.warnings import WarningContext, warnings_for
 from services.lexicon.analyzer import analyze
@@ -12,11 +14,11 @@ NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 def row(text: str, *, signals: list[str], service: str = "payments-api", alert: str = "HighErrorRate",
-        category: str = "db_connection_pool", **extra: Any) -> dict[str, Any]:
-    return {"family_id": uuid.uuid4(), "version": 1, "memory_type": "episodic", "signals": signals,
+        category: str = "db_connection_pool", **extra: Any) -> RecordFacts:
+    return RecordFacts.of({"family_id": uuid.uuid4(), "version": 1, "memory_type": "episodic", "signals": signals,
             "services": [service], "entities": [], "alert_name": alert, "root_cause_category": category,
             "lexemes": analyze(text), "confidence": 0.7, "adopted": 0, "refuted": 0,
-            "last_verified_at": NOW - timedelta(days=10), "misleading_signals": [], "trust_mix": {}, **extra}
+            "last_verified_at": NOW - timedelta(days=10), "misleading_signals": [], "trust_mix": {}, **extra})
 
 
 def query(text: str = "", **kw: Any) -> RankQuery:
@@ -35,7 +37,7 @@ def test_signals_decide_between_two_causes_of_one_alert() -> None:
               category="certificate_expiry")
     q = query("errors, logs say certificate has expired", alert="HighErrorRate", services=["payments-api"],
               signals=["tls_handshake_failure"])
-    assert rank(q, [pool, tls], POLICY, 5).hints[0].row is tls
+    assert rank(q, [pool, tls], POLICY, 5).hints[0].facts is tls
 
 
 def test_chinese_paraphrase_matches_through_concepts() -> None:
@@ -54,9 +56,9 @@ def test_abstains_when_only_the_service_matches() -> None:
 
 def test_limit_and_refuted_feedback_lower_the_rank() -> None:
     rows = [row("connection pool exhausted", signals=["db_pool_saturation"]) for _ in range(8)]
-    rows[0]["refuted"] = 3
+    rows[0] = replace(rows[0], refuted=3)
     ranked = rank(query("pool exhausted", signals=["db_pool_saturation"]), rows, POLICY, 5).hints
-    assert len(ranked) == 5 and rows[0] not in [s.row for s in ranked]
+    assert len(ranked) == 5 and rows[0] not in [s.facts for s in ranked]
 
 
 def test_warnings_cover_the_contract_codes() -> None:
@@ -78,7 +80,7 @@ def test_reviewer_restriction_is_a_hard_filter_but_learned_environment_only_warn
     restricted = row("pool exhausted", signals=["db_pool_saturation"], environment="staging",
                      applicability_restricted=True)
     prod = query("pool exhausted", signals=["db_pool_saturation"], environment="prod")
-    assert [s.row for s in rank(prod, [learned, restricted], POLICY, 5).hints] == [learned]
+    assert [s.facts for s in rank(prod, [learned, restricted], POLICY, 5).hints] == [learned]
     staging = query("pool exhausted", signals=["db_pool_saturation"], environment="staging")
     assert len(rank(staging, [learned, restricted], POLICY, 5).hints) == 2
 
@@ -109,5 +111,5 @@ def test_a_field_memory_has_no_vocabulary_for_does_not_dilute_the_text() -> None
                        tokens=bare.tokens)
     plain_rel = rank(bare, [rec, other], POLICY, 5).hints[0].relevance
     loaded_hints = rank(loaded, [rec, other], POLICY, 5).hints
-    assert loaded_hints and loaded_hints[0].row is rec
+    assert loaded_hints and loaded_hints[0].facts is rec
     assert abs(loaded_hints[0].relevance - plain_rel) < 1e-9
