@@ -8,7 +8,7 @@ are UUID v5 of stable inputs, so a rebuild from offset 0 reproduces the live tab
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
@@ -53,11 +53,14 @@ class MisleadingSignal:
     reason: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Changes:
+    """What one event changes: the episode's new state, a Memory Candidate, tenant-wide misleading signals,
+    a feedback count. Built once, at the end of `project`; never mutated afterwards."""
+
     episode: Episode | None = None
     candidate: NewCandidate | None = None
-    misleading: list[MisleadingSignal] = field(default_factory=list)
+    misleading: tuple[MisleadingSignal, ...] = ()
     feedback: FeedbackDelta | None = None
 
 
@@ -71,12 +74,12 @@ def project(state: Episode | None, event: L.LedgerRecord) -> Changes:
     if isinstance(payload, L.BriefingFeedback):
         return Changes(feedback=FeedbackDelta(payload.family_id, payload.verdict, event.occurred_at))
     episode = _start(state, event)
-    changes = Changes(episode=episode)
-    _apply(episode, event, payload, changes)
+    misleading = _apply(episode, event, payload)
     episode.event_count += 1
+    candidate = None
     if episode.status == "resolved" and episode.resolved_event_id and not episode.candidate_ids:
-        changes.candidate = _gate(episode, event)
-    return changes
+        candidate = _gate(episode, event)
+    return Changes(episode=episode, candidate=candidate, misleading=misleading)
 
 
 def _start(state: Episode | None, event: L.LedgerRecord) -> Episode:
@@ -85,7 +88,8 @@ def _start(state: Episode | None, event: L.LedgerRecord) -> Episode:
     return Episode(tenant=event.tenant, project=event.project, incident_id=event.incident_id)
 
 
-def _apply(episode: Episode, event: L.LedgerRecord, payload: L.Payload, changes: Changes) -> None:
+def _apply(episode: Episode, event: L.LedgerRecord, payload: L.Payload) -> tuple[MisleadingSignal, ...]:
+    """Fold the event into the episode (a copy this call owns); return the tenant-wide misleading signals."""
     match payload:
         case L.IncidentOpened():
             _opened(episode, event, payload)
@@ -99,8 +103,8 @@ def _apply(episode: Episode, event: L.LedgerRecord, payload: L.Payload, changes:
             episode.misleading_signals.append(MisleadingItem(
                 event_id=event.event_id, signal=payload.signal, reason=payload.reason, trust=event.trust.value))
             if event.trust != L.Trust.UNTRUSTED_TEXT:  # untrusted text cannot discredit a signal tenant-wide
-                changes.misleading.append(MisleadingSignal(
-                    event.event_id, episode.incident_id, episode.project, payload.signal, payload.reason))
+                return (MisleadingSignal(event.event_id, episode.incident_id, episode.project, payload.signal,
+                                         payload.reason),)
         case L.ActionTaken():
             if len(episode.actions) < MAX_ACTIONS:
                 episode.actions.append(ActionItem(
@@ -109,6 +113,7 @@ def _apply(episode: Episode, event: L.LedgerRecord, payload: L.Payload, changes:
                 ))
         case L.IncidentResolved():
             _resolved(episode, event, payload)
+    return ()
 
 
 def _opened(episode: Episode, event: L.LedgerRecord, p: L.IncidentOpened) -> None:

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from schemas.ledger import LedgerRecord
 from services.common import logs
-from services.common.db import Cursor, Database, set_tenant
+from services.common.db import Database
 from services.common.kafka import ensure_topics, ledger_consumer, plain_producer
 from services.common.settings import Settings
 from services.projector import metrics as M
@@ -95,9 +95,14 @@ RESTART_BACKOFF = (0.5, 10.0)  # seconds: first wait after a failure, and the ca
 
 
 class ProjectorRunner:
-    def __init__(self, settings: Settings, db: Database, *, consumer_name: str | None = None) -> None:
+    def __init__(self, settings: Settings, db: Database | None, *, consumer_name: str | None = None,
+                 storage: store.ProjectionStorage | None = None) -> None:
+        """`storage` defaults to PostgreSQL through `db` (the in-memory storage is for tests)."""
+        if storage is None:
+            assert db is not None, "a Database or a ProjectionStorage is required"
+            storage = store.PostgresProjectionStorage(db)
         self.settings = settings
-        self.db = db
+        self.storage = storage
         self.topic = settings.topic
         self.consumer_name = consumer_name or settings.consumer_group
         self.consumer: KafkaConsumer | None = None
@@ -143,8 +148,7 @@ class ProjectorRunner:
 
     def seek_to_stored(self, partitions: Sequence[TopicPartition]) -> None:
         assert self.consumer is not None
-        with self.db.transaction() as cur:
-            stored = store.load_offsets(cur, self.consumer_name, self.topic)
+        stored = self.storage.load_offsets(self.consumer_name, self.topic)
         for tp in partitions:
             if tp.partition in stored:
                 self.consumer.seek(tp, stored[tp.partition])
@@ -181,17 +185,17 @@ class ProjectorRunner:
         offsets = {rec.partition: rec.offset + 1 for rec in records}
         dead: list[DeadLetter] = []
         decoded = self._decode(records, dead)
-        with self.db.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+        with self.storage.transaction() as tx:
             try:
-                with conn.transaction():  # SAVEPOINT for the fast path
-                    result.applied, result.duplicates = self._apply_batch(cur, decoded)
+                with tx.savepoint():  # the fast path
+                    result.applied, result.duplicates = self._apply_batch(tx, decoded)
             except Exception:
                 log.warning("batch fast path failed; applying the batch event by event", exc_info=True)
                 for rec, event in decoded:
-                    outcome = self._apply_one(cur, rec, event, dead)
+                    outcome = self._apply_one(tx, rec, event, dead)
                     result.applied += outcome == "applied"
                     result.duplicates += outcome == "duplicate"
-            store.save_offsets(cur, self.consumer_name, self.topic, offsets)
+            tx.save_offsets(self.consumer_name, self.topic, offsets)
             self._publish_dead_letters(dead)
             # leaving the transaction block commits (step 4)
         result.dead_letters = len(dead)
@@ -212,26 +216,26 @@ class ProjectorRunner:
                                        bytes(rec.value or b"")))
         return decoded
 
-    def _apply_batch(self, cur: Cursor, decoded: list[tuple[Any, LedgerRecord]]) -> tuple[int, int]:
+    def _apply_batch(self, tx: store.ProjectionStore, decoded: list[tuple[Any, LedgerRecord]]) -> tuple[int, int]:
         by_tenant: dict[str, list[tuple[Any, LedgerRecord]]] = {}
         for rec, event in decoded:
             by_tenant.setdefault(event.tenant, []).append((rec, event))
         applied = 0
         for tenant, items in by_tenant.items():
-            set_tenant(cur, tenant)
-            new_ids = store.record_events(cur, [(e, r.partition, r.offset) for r, e in items])
+            tx.set_tenant(tenant)
+            new_ids = tx.record_events([(e, r.partition, r.offset) for r, e in items])
             fresh: list[LedgerRecord] = []
             seen: set[Any] = set()
             for _, event in items:
                 if event.event_id in new_ids and event.event_id not in seen:
                     seen.add(event.event_id)
                     fresh.append(event)
-            applied += self._project_fresh(cur, tenant, fresh)
+            applied += self._project_fresh(tx, tenant, fresh)
         return applied, len(decoded) - applied
 
     @staticmethod
-    def _project_fresh(cur: Cursor, tenant: str, fresh: list[LedgerRecord]) -> int:
-        episodes = store.load_episodes(cur, sorted({e.incident_id for e in fresh}))
+    def _project_fresh(tx: store.ProjectionStore, tenant: str, fresh: list[LedgerRecord]) -> int:
+        episodes = tx.load_episodes(sorted({e.incident_id for e in fresh}))
         touched: dict[str, None] = {}
         changes = []
         for event in fresh:
@@ -240,18 +244,19 @@ class ProjectorRunner:
                 episodes[event.incident_id] = change.episode
                 touched[event.incident_id] = None
             changes.append(change)
-        store.save_episodes(cur, [episodes[i] for i in touched])
-        store.apply_side_effects(cur, tenant, changes)
+        tx.save_episodes([episodes[i] for i in touched])
+        tx.apply_side_effects(tenant, changes)
         return len(fresh)
 
-    def _apply_one(self, cur: Cursor, rec: Any, event: LedgerRecord, dead: list[DeadLetter]) -> str:
+    def _apply_one(self, tx: store.ProjectionStore, rec: Any, event: LedgerRecord, dead: list[DeadLetter]) -> str:
         try:
-            with cur.connection.transaction():  # SAVEPOINT
-                set_tenant(cur, event.tenant)
-                if not store.record_event(cur, event, rec.partition, rec.offset):
+            with tx.savepoint():
+                tx.set_tenant(event.tenant)
+                if not tx.record_event(event, rec.partition, rec.offset):
                     return "duplicate"
-                state = store.load_episode(cur, event.tenant, event.incident_id)
-                store.apply_changes(cur, event.tenant, policy.project(state, event))
+                change = policy.project(tx.load_episodes([event.incident_id]).get(event.incident_id), event)
+                tx.save_episodes([change.episode] if change.episode is not None else [])
+                tx.apply_side_effects(event.tenant, [change])
         except Exception as exc:  # a projection bug must not stop the partition
             logs.begin(traceparent_of(rec))  # the failure's log line carries the appending request's trace id
             logs.bind(tenant=event.tenant, incident_id=event.incident_id)

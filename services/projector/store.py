@@ -7,15 +7,17 @@ is skipped before the policy runs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from schemas.ledger import LedgerRecord
 from schemas.memory import Episode
-from services.common.db import Cursor
+from services.common.db import Cursor, Database, set_tenant
 from services.projector.policy import Changes, FeedbackDelta, MisleadingSignal, NewCandidate
 
 PROJECTION_TABLES = ("ledger_events", "episodes", "candidates", "misleading_signals", "family_feedback")
@@ -50,12 +52,6 @@ def record_event(cur: Cursor, rec: LedgerRecord, partition: int, offset: int) ->
     return cur.fetchone() is not None
 
 
-def load_episode(cur: Cursor, tenant: str, incident_id: str) -> Episode | None:
-    cur.execute("SELECT body FROM episodes WHERE tenant = %s AND incident_id = %s", (tenant, incident_id))
-    row = cur.fetchone()
-    return Episode.model_validate(row["body"]) if row else None
-
-
 @dataclass(frozen=True)
 class EpisodeRow:
     project: str
@@ -67,16 +63,6 @@ def read_episode(cur: Cursor, incident_id: str) -> EpisodeRow | None:
     cur.execute("SELECT project, body FROM episodes WHERE incident_id = %s", (incident_id,))
     row = cur.fetchone()
     return EpisodeRow(project=row["project"], body=row["body"]) if row else None
-
-
-def apply_changes(cur: Cursor, tenant: str, changes: Changes) -> None:
-    if changes.episode is not None:
-        _save_episode(cur, changes.episode)
-    apply_side_effects(cur, tenant, [changes])
-
-
-def _save_episode(cur: Cursor, ep: Episode) -> None:
-    cur.execute(_EPISODE_UPSERT, _episode_row(ep))
 
 
 def _insert_candidate(cur: Cursor, tenant: str, c: NewCandidate) -> None:
@@ -163,3 +149,69 @@ def apply_side_effects(cur: Cursor, tenant: str, changes: list[Changes]) -> None
             _insert_misleading(cur, tenant, item)
         if change.feedback is not None:
             _apply_feedback(cur, tenant, change.feedback)
+
+
+# ---------------------------------------------------------------- the runner's port
+class ProjectionStore(Protocol):
+    """The projection's storage inside ONE transaction (what the runner writes through). Implementations:
+    `PostgresProjectionStore` (production) and `memory.InMemoryProjectionStore` (reference and tests);
+    `tests/integration/test_projection_store_contract.py` runs the same contract against both."""
+
+    def set_tenant(self, tenant: str) -> None: ...
+    def record_events(self, items: list[tuple[LedgerRecord, int, int]]) -> set[Any]: ...
+    def record_event(self, rec: LedgerRecord, partition: int, offset: int) -> bool: ...
+    def load_episodes(self, incidents: list[str]) -> dict[str, Episode]: ...
+    def save_episodes(self, episodes: list[Episode]) -> None: ...
+    def apply_side_effects(self, tenant: str, changes: list[Changes]) -> None: ...
+    def save_offsets(self, consumer: str, topic: str, offsets: dict[int, int]) -> None: ...
+    def savepoint(self) -> AbstractContextManager[Any]: ...
+
+
+class ProjectionStorage(Protocol):
+    """Opens the transactions: `transaction()` commits when its block exits normally, else rolls back."""
+
+    def transaction(self) -> AbstractContextManager[ProjectionStore]: ...
+    def load_offsets(self, consumer: str, topic: str) -> dict[int, int]: ...
+
+
+class PostgresProjectionStore:
+    def __init__(self, cur: Cursor) -> None:
+        self.cur = cur
+
+    def set_tenant(self, tenant: str) -> None:
+        set_tenant(self.cur, tenant)
+
+    def record_events(self, items: list[tuple[LedgerRecord, int, int]]) -> set[Any]:
+        return record_events(self.cur, items)
+
+    def record_event(self, rec: LedgerRecord, partition: int, offset: int) -> bool:
+        return record_event(self.cur, rec, partition, offset)
+
+    def load_episodes(self, incidents: list[str]) -> dict[str, Episode]:
+        return load_episodes(self.cur, incidents)
+
+    def save_episodes(self, episodes: list[Episode]) -> None:
+        save_episodes(self.cur, episodes)
+
+    def apply_side_effects(self, tenant: str, changes: list[Changes]) -> None:
+        apply_side_effects(self.cur, tenant, changes)
+
+    def save_offsets(self, consumer: str, topic: str, offsets: dict[int, int]) -> None:
+        save_offsets(self.cur, consumer, topic, offsets)
+
+    def savepoint(self) -> AbstractContextManager[Any]:
+        return self.cur.connection.transaction()
+
+
+class PostgresProjectionStorage:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @contextmanager
+    def transaction(self) -> Iterator[ProjectionStore]:
+        with self.db.transaction() as cur:
+            yield PostgresProjectionStore(cur)
+
+    def load_offsets(self, consumer: str, topic: str) -> dict[int, int]:
+        with self.db.transaction() as cur:
+            return load_offsets(cur, consumer, topic)
