@@ -5,13 +5,22 @@ export PYTHON := $(PY)
 export OPSLORE_ADMIN_TOKEN ?= opslore-dev-admin-token
 STACK := deploy/local/stack.sh
 
-.PHONY: help install up down demo test unit integration lint typecheck replay bench chaos clean-state
+.PHONY: help install dev up down demo test unit integration lint typecheck replay bench chaos clean-state
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 install:  ## install apt packages, Kafka jars and the Python package (idempotent)
 	deploy/local/install.sh
+
+dev:  ## a virtualenv (.venv) with the package and its dev tools; no apt, no services: bring your own Kafka and PostgreSQL
+	$(PY) -m venv .venv
+	.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@echo "opslore dev environment ready in .venv. With your own PostgreSQL 15 and Kafka:"
+	@echo "  export OPSLORE_OWNER_DATABASE_URL=postgresql://owner@host/opslore   # runs migrations"
+	@echo "  export OPSLORE_DATABASE_URL=postgresql://opslore_app@host/opslore   # non-superuser: RLS applies"
+	@echo "  export OPSLORE_KAFKA_BOOTSTRAP=host:9092 OPSLORE_ADMIN_TOKEN=change-me"
+	@echo "  .venv/bin/opslore db migrate && .venv/bin/python -m pytest tests   # or: make PY=.venv/bin/python unit lint typecheck"
 
 up: install  ## start PostgreSQL, Kafka, API (9001) and projector; returns when healthy
 	$(STACK) up
