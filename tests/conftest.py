@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 import pytest
@@ -97,7 +98,20 @@ def fresh_database(settings: Settings) -> Iterator[Callable[[], str]]:
     yield make
     with psycopg.connect(settings.owner_database_url, autocommit=True) as conn:
         for name in created:
+            _drop_database(conn, name)
+
+
+def _drop_database(conn: psycopg.Connection[Any], name: str) -> None:
+    """DROP ... WITH (FORCE) may meet an application-role session that a closing pool is still tearing
+    down (terminating it would need pg_signal_backend, which the owner role does not have): wait for it."""
+    for attempt in range(40):
+        try:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ObjectInUse):
+            if attempt == 39:
+                raise
+            time.sleep(0.25)
 
 
 @pytest.fixture
