@@ -98,7 +98,7 @@ def ledger_consumer(settings: Settings, group: str, **overrides: Any) -> KafkaCo
         "enable_auto_commit": False,
         "auto_offset_reset": "earliest",
         "isolation_level": "read_committed",
-        "max_poll_records": 500,
+        "max_poll_records": settings.projector_batch,
         "session_timeout_ms": 6000,
         "heartbeat_interval_ms": 2000,
         "client_id": group,

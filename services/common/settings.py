@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     dlq_topic: str = Field("evidence-ledger-dlq", description="dead letters of the projector")
     topic_partitions: int = Field(6, description="partitions of the ledger topic when opslore creates it")
     consumer_group: str = Field("opslore-projector", description="the projector's consumer group")
+    projector_batch: int = Field(2000, ge=1, le=50_000, description=(
+        "most ledger records the projector applies in one PostgreSQL transaction (one poll); larger batches "
+        "spread the per-tenant statements over more events"))
     ready_max_lag: int = Field(10_000, description="/readyz fails when the projector is further behind than this")
     # API
     admin_token: str = Field("", repr=False, json_schema_extra=SECRET,

@@ -69,23 +69,27 @@ def candidate_id_for(tenant: str, incident_id: str, resolved_event_id: UUID) -> 
 
 
 def project(state: Episode | None, event: L.LedgerRecord) -> Changes:
-    """Decide what one event changes. `state` is the incident's episode before the event, if any."""
-    payload = event.typed_payload()
+    """Decide what one event changes. `state` is the incident's episode before the event, if any; it is
+    not modified (the new state is a copy)."""
+    return apply(state.model_copy(deep=True) if state is not None else None, event)
+
+
+def apply(owned: Episode | None, event: L.LedgerRecord, payload: L.Payload | None = None) -> Changes:
+    """`project` for a caller that hands over its episode: the event is folded into `owned` itself (no
+    copy), which `Changes.episode` then is. Same result as `project`; the runner uses it for episodes it
+    loaded for this batch, so an incident with many events in a batch is not copied once per event.
+    `payload`: the event's typed payload when the caller has already validated it."""
+    payload = payload if payload is not None else event.typed_payload()
     if isinstance(payload, L.BriefingFeedback):
         return Changes(feedback=FeedbackDelta(payload.family_id, payload.verdict, event.occurred_at))
-    episode = _start(state, event)
+    episode = owned if owned is not None else Episode(tenant=event.tenant, project=event.project,
+                                                      incident_id=event.incident_id)
     misleading = _apply(episode, event, payload)
     episode.event_count += 1
     candidate = None
     if episode.status == "resolved" and episode.resolved_event_id and not episode.candidate_ids:
         candidate = _gate(episode, event)
     return Changes(episode=episode, candidate=candidate, misleading=misleading)
-
-
-def _start(state: Episode | None, event: L.LedgerRecord) -> Episode:
-    if state is not None:
-        return state.model_copy(deep=True)
-    return Episode(tenant=event.tenant, project=event.project, incident_id=event.incident_id)
 
 
 def _apply(episode: Episode, event: L.LedgerRecord, payload: L.Payload) -> tuple[MisleadingSignal, ...]:

@@ -21,6 +21,7 @@ A crash between 3 and 4 can repeat a dead-letter record; its key (topic/partitio
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import signal
 import threading
@@ -33,7 +34,7 @@ import orjson
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from pydantic import ValidationError
 
-from schemas.ledger import LedgerRecord
+from schemas.ledger import LedgerRecord, Payload, canonical_json
 from services.common import logs
 from services.common.db import Database
 from services.common.kafka import ensure_topics, ledger_consumer, plain_producer
@@ -67,6 +68,27 @@ class DeadLetter:
             "topic": topic, "partition": self.partition, "offset": self.offset,
             "reason": self.reason, "value": self.value.decode("utf-8", errors="replace"),
         })
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A ledger record that decoded and whose content_hash matched, with its typed payload (validated once)."""
+
+    rec: Any
+    event: LedgerRecord
+    payload: Payload
+
+
+def verify_hash(value: bytes) -> dict[str, Any]:
+    """The record's JSON, after checking that its `content_hash` is the SHA-256 of its canonical envelope
+    (the record minus `recorded_at` and `content_hash`), computed from the bytes as stored."""
+    raw = orjson.loads(value)
+    if not isinstance(raw, dict):
+        raise ValueError("a ledger record is a JSON object")
+    envelope = {k: v for k, v in raw.items() if k not in ("recorded_at", "content_hash")}
+    if hashlib.sha256(canonical_json(envelope)).hexdigest() != raw.get("content_hash"):
+        raise ValueError("content_hash does not match the envelope")
+    return raw
 
 
 @dataclass
@@ -158,7 +180,7 @@ class ProjectorRunner:
     # ------------------------------------------------------------------ one batch
     def poll_once(self, timeout_ms: int = 500) -> BatchResult:
         assert self.consumer is not None
-        polled = self.consumer.poll(timeout_ms=timeout_ms, max_records=500)
+        polled = self.consumer.poll(timeout_ms=timeout_ms, max_records=self.settings.projector_batch)
         if not polled:
             return BatchResult()
         records = [r for batch in polled.values() for r in batch]
@@ -191,8 +213,8 @@ class ProjectorRunner:
                     result.applied, result.duplicates = self._apply_batch(tx, decoded)
             except Exception:
                 log.warning("batch fast path failed; applying the batch event by event", exc_info=True)
-                for rec, event in decoded:
-                    outcome = self._apply_one(tx, rec, event, dead)
+                for d in decoded:
+                    outcome = self._apply_one(tx, d.rec, d.event, dead)
                     result.applied += outcome == "applied"
                     result.duplicates += outcome == "duplicate"
             tx.save_offsets(self.consumer_name, self.topic, offsets)
@@ -202,47 +224,45 @@ class ProjectorRunner:
         return result, offsets
 
     @staticmethod
-    def _decode(records: list[Any], dead: list[DeadLetter]) -> list[tuple[Any, LedgerRecord]]:
+    def _decode(records: list[Any], dead: list[DeadLetter]) -> list[Decoded]:
         decoded = []
         for rec in records:
             try:
-                event = LedgerRecord.model_validate_json(rec.value)
-                event.typed_payload()
-                if event.compute_hash() != event.content_hash:
-                    raise ValueError("content_hash does not match the envelope")
-                decoded.append((rec, event))
+                event = LedgerRecord.model_validate(verify_hash(rec.value))
+                decoded.append(Decoded(rec, event, event.typed_payload()))
             except (ValidationError, ValueError) as exc:
                 dead.append(DeadLetter(rec.partition, rec.offset, f"undecodable: {exc}"[:2000],
                                        bytes(rec.value or b"")))
         return decoded
 
-    def _apply_batch(self, tx: store.ProjectionStore, decoded: list[tuple[Any, LedgerRecord]]) -> tuple[int, int]:
-        by_tenant: dict[str, list[tuple[Any, LedgerRecord]]] = {}
-        for rec, event in decoded:
-            by_tenant.setdefault(event.tenant, []).append((rec, event))
+    def _apply_batch(self, tx: store.ProjectionStore, decoded: list[Decoded]) -> tuple[int, int]:
+        by_tenant: dict[str, list[Decoded]] = {}
+        for d in decoded:
+            by_tenant.setdefault(d.event.tenant, []).append(d)
         applied = 0
         for tenant, items in by_tenant.items():
             tx.set_tenant(tenant)
-            new_ids = tx.record_events([(e, r.partition, r.offset) for r, e in items])
-            fresh: list[LedgerRecord] = []
+            new_ids = tx.record_events([(d.event, d.rec.partition, d.rec.offset) for d in items])
+            fresh: list[Decoded] = []
             seen: set[Any] = set()
-            for _, event in items:
-                if event.event_id in new_ids and event.event_id not in seen:
-                    seen.add(event.event_id)
-                    fresh.append(event)
+            for d in items:
+                if d.event.event_id in new_ids and d.event.event_id not in seen:
+                    seen.add(d.event.event_id)
+                    fresh.append(d)
             applied += self._project_fresh(tx, tenant, fresh)
         return applied, len(decoded) - applied
 
     @staticmethod
-    def _project_fresh(tx: store.ProjectionStore, tenant: str, fresh: list[LedgerRecord]) -> int:
-        episodes = tx.load_episodes(sorted({e.incident_id for e in fresh}))
+    def _project_fresh(tx: store.ProjectionStore, tenant: str, fresh: list[Decoded]) -> int:
+        episodes = tx.load_episodes(sorted({d.event.incident_id for d in fresh}))
         touched: dict[str, None] = {}
         changes = []
-        for event in fresh:
-            change = policy.project(episodes.get(event.incident_id), event)
+        for d in fresh:
+            incident = d.event.incident_id
+            change = policy.apply(episodes.get(incident), d.event, d.payload)  # the runner owns these episodes
             if change.episode is not None:
-                episodes[event.incident_id] = change.episode
-                touched[event.incident_id] = None
+                episodes[incident] = change.episode
+                touched[incident] = None
             changes.append(change)
         tx.save_episodes([episodes[i] for i in touched])
         tx.apply_side_effects(tenant, changes)

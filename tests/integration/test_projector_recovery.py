@@ -64,7 +64,8 @@ def produce(settings: Settings, topic: str, records: list[LedgerRecord]) -> None
 @contextmanager
 def projector(settings: Settings, db_url: str, topic: str, dlq: str, group: str) -> Iterator[subprocess.Popen[bytes]]:
     env = os.environ | {"OPSLORE_DATABASE_URL": db_url, "OPSLORE_TOPIC": topic, "OPSLORE_DLQ_TOPIC": dlq,
-                        "OPSLORE_CONSUMER_GROUP": group, "OPSLORE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap}
+                        "OPSLORE_CONSUMER_GROUP": group, "OPSLORE_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+                        "OPSLORE_PROJECTOR_BATCH": "100"}  # many transactions, so a kill lands between two
     proc = subprocess.Popen([sys.executable, "-m", "services.cli.main", "projector", "run"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -206,7 +207,7 @@ def test_the_loop_restarts_itself_after_failures_with_no_loss_and_no_double_appl
         wait_until_applied(clean_db, total, proc)
     db = Database(db_url, max_size=2)
     db.open()
-    runner = ProjectorRunner(settings.model_copy(update={"topic": topic, "dlq_topic": dlq,
+    runner = ProjectorRunner(settings.model_copy(update={"topic": topic, "dlq_topic": dlq, "projector_batch": 100,
                                                          "consumer_group": f"loop-{uuid.uuid4().hex[:6]}"}), db)
     failures = {"before_commit": 0, "after_commit": 0}
     project, commit_kafka = runner._project, runner._commit_kafka

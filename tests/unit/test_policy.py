@@ -79,3 +79,22 @@ def test_observations_are_bounded() -> None:
               for i in range(250)]
     episode, _ = project_all([record(e) for e in events])
     assert episode is not None and len(episode.observations) == 200 and episode.observations_dropped == 50
+
+
+def test_apply_on_an_owned_episode_equals_project_and_project_never_touches_its_input() -> None:
+    events = [record(e) for e in resolved_incident("INC-OWN")]
+    events.insert(2, record(raw_event("signal.misleading", "INC-OWN", {"signal": "cpu_high", "reason": "batch"})))
+    copied, copied_changes = project_all(events)
+    owned: Episode | None = None
+    owned_changes = []
+    for r in events:
+        change = policy.apply(owned, r)
+        owned_changes.append(change)
+        owned = change.episode or owned
+    assert owned == copied
+    assert [(c.candidate, c.misleading, c.feedback) for c in owned_changes] == \
+        [(c.candidate, c.misleading, c.feedback) for c in copied_changes]
+    assert copied is not None
+    frozen = copied.model_dump()
+    policy.project(copied, record(raw_event("observation.recorded", "INC-OWN", {"source": "logs", "summary": "x"})))
+    assert copied.model_dump() == frozen  # project copied; the caller's state is unchanged
