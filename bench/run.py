@@ -2,8 +2,9 @@
 
 1. Projector throughput next to the raw kafka-python consume rate and the raw PostgreSQL COPY rate of
    the same records (the two physical limits of the pipeline), and their ratio.
-2. Rebuild: project a ledger of BENCH_REBUILD_EVENTS (default 1M) events, empty the projection, replay
-   it from offset 0; report the time and whether every projection table is identical (checksums).
+2. Rebuild: project a ledger of BENCH_REBUILD_EVENTS (default 1M) events with one projector process,
+   empty the projection, replay it from offset 0 with BENCH_REBUILD_PROCESSES (2) processes in one
+   consumer group; report both times and whether every projection table is identical (checksums).
 3. Briefing latency p50/p95/p99 (in-process service call, and over HTTP for the smallest size) at 10k,
    100k and 1M active records, 100k of them in the queried tenant; tokens per briefing.
 Sizes can be lowered with BENCH_SCALE=small for a quick run; BENCH_ONLY=briefing,throughput,rebuild
@@ -15,7 +16,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import statistics
+import subprocess
+import sys
 import time
 import uuid
 from datetime import UTC, datetime
@@ -23,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from kafka import KafkaAdminClient, KafkaConsumer
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
 from psycopg.types.json import Jsonb
 
@@ -48,6 +52,7 @@ REBUILD_EVENTS = int(os.environ.get("BENCH_REBUILD_EVENTS", 50_000 if SMALL else
 RECORD_SIZES = [int(n) for n in os.environ["BENCH_RECORD_SIZES"].split(",")] if os.environ.get("BENCH_RECORD_SIZES") \
     else [10_000, 50_000] if SMALL else [10_000, 100_000, 1_000_000]
 QUERIED_TENANT_MAX = 100_000
+REBUILD_PROCESSES = int(os.environ.get("BENCH_REBUILD_PROCESSES", "2"))
 OUT = Path(__file__).parent / "results"
 
 
@@ -192,24 +197,68 @@ def throughput(settings: Settings) -> dict[str, Any]:
             "projector": proj, "projector_vs_slower_raw_rate": round(proj["events_per_s"] / slower, 3)}
 
 
+def end_offsets(settings: Settings, topic: str) -> dict[int, int]:
+    consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap)
+    parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+    ends = {tp.partition: int(off) for tp, off in consumer.end_offsets(parts).items()}
+    consumer.close()
+    return ends
+
+
+def caught_up(db_url: str, group: str, topic: str, ends: dict[int, int]) -> bool:
+    """Every partition's stored offset has reached the topic's end (the last offset of a transactional
+    topic is the commit marker, which a consumer never returns): a cheap poll of `projector_offsets`."""
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute("SELECT partition, next_offset FROM projector_offsets WHERE consumer = %s"
+                            " AND topic = %s", (group, topic)).fetchall()
+    stored = {int(p): int(o) for p, o in rows}
+    return all(stored.get(p, 0) >= end - 1 for p, end in ends.items() if end > 0)
+
+
+def run_processes(settings: Settings, db_url: str, topic: str, group: str, processes: int,
+                  expected: int) -> dict[str, Any]:
+    """`opslore projector run --processes N` from start until it has stored the topic's end offsets."""
+    ends = end_offsets(settings, topic)
+    env = os.environ | {"OPSLORE_DATABASE_URL": db_url, "OPSLORE_TOPIC": topic, "OPSLORE_DLQ_TOPIC": f"{topic}-dlq",
+                        "OPSLORE_CONSUMER_GROUP": group, "OPSLORE_PROJECTOR_METRICS_PORT": "0"}
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "services.cli.main", "projector", "run", "--processes",
+                             str(processes)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while not caught_up(db_url, group, topic, ends):
+            if time.perf_counter() - start > 1800:
+                raise TimeoutError(f"{processes} processes did not catch up in 1800 s")
+            time.sleep(0.25)
+        seconds = time.perf_counter() - start
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    done = applied(db_url)
+    return {"processes": processes, "events": done, "complete": done == expected, "seconds": round(seconds, 2),
+            "events_per_s": round(done / seconds)}
+
+
 def rebuild_bench(settings: Settings) -> dict[str, Any]:
+    """Live projection with one process, then empty the projection and replay it from offset 0 with
+    REBUILD_PROCESSES processes (one consumer group; Kafka spreads the partitions); tables must match."""
     topic = fresh_topic(settings)
     log(f"rebuild: producing {REBUILD_EVENTS} events")
     produced = produce(settings, topic, REBUILD_EVENTS)
     db_url, owner_url = fresh_database(settings)
     group = f"bench-{uuid.uuid4().hex[:6]}"
     try:
-        log("rebuild: live projection")
-        live = run_projector(settings, db_url, topic, group, produced["events"])
+        log("rebuild: live projection (1 process)")
+        live = run_processes(settings, db_url, topic, group, 1, produced["events"])
         before = checksums(db_url)
         rebuild(settings.model_copy(update={"consumer_group": group}), owner_url)
-        log("rebuild: replay from offset 0")
-        again = run_projector(settings, db_url, topic, group, produced["events"])
+        log(f"rebuild: replay from offset 0 ({REBUILD_PROCESSES} processes)")
+        again = run_processes(settings, db_url, topic, group, REBUILD_PROCESSES, produced["events"])
         identical = checksums(db_url) == before
     finally:
         drop_database(settings, db_url)
     return {"events": produced["events"], "produce": produced, "live_projection": live, "rebuild": again,
-            "rebuild_seconds": again["seconds"], "identical_to_live": identical}
+            "rebuild_seconds": again["seconds"], "rebuild_processes": REBUILD_PROCESSES,
+            "identical_to_live": identical}
 
 
 # ---------------------------------------------------------------- 3. briefing latency

@@ -21,6 +21,7 @@ A crash between 3 and 4 can repeat a dead-letter record; its key (topic/partitio
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import logging
 import signal
@@ -151,6 +152,7 @@ class ProjectorRunner:
         operator has to restart the process."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.stop_event.set())
+        gc.freeze()  # what startup built lives for the whole run: keep it out of every collection
         backoff = RESTART_BACKOFF[0]
         while not self.stop_event.is_set():
             try:
