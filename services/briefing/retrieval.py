@@ -35,7 +35,9 @@ SELECT v.family_id, v.version, v.memory_type, v.alert_name, v.services, v.signal
 FROM picked p
 JOIN memory_versions v ON v.family_id = p.family_id AND v.version = p.version
 LEFT JOIN version_search s ON s.family_id = v.family_id AND s.version = v.version
-JOIN memory_families f ON f.family_id = v.family_id AND f.current_version = v.version AND f.state = 'active'
+JOIN LATERAL (SELECT 1 FROM memory_families f  -- per picked row, by primary key: never a scan of the families
+              WHERE f.family_id = v.family_id AND f.current_version = v.version AND f.state = 'active'
+              LIMIT 1) f ON true
 LEFT JOIN family_feedback fb ON fb.family_id = v.family_id
 WHERE v.valid_from <= %(now)s AND (v.valid_until IS NULL OR v.valid_until > %(now)s)
 """
