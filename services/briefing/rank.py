@@ -80,7 +80,20 @@ class Scored:
     score: float
     relevance: float
     confidence: float
-    parts: dict[str, float | str] = field(default_factory=dict)
+    channels: dict[str, float] = field(default_factory=dict)
+    decay: float = 1.0
+    environment_fit: float = 1.0
+    category_share: float = 0.0
+    rule: str = ""
+
+    @property
+    def parts(self) -> dict[str, float | str]:
+        """The `explain` of a hint: every channel, the fused relevance, the quality factors and the rule
+        (built only for the hints that are shown)."""
+        return {**{f"match_{k}": round(v, 3) for k, v in self.channels.items()},
+                "relevance": round(self.relevance, 4), "confidence": self.confidence, "decay": round(self.decay, 4),
+                "environment_fit": round(self.environment_fit, 3), "category_share": self.category_share,
+                "abstain_rule": self.rule}
 
 
 def stats_from_rows(rows: Iterable[RecordFacts]) -> CorpusStats:
@@ -227,10 +240,8 @@ def _scored(q: RankQuery, row: RecordFacts, policy: RankPolicy, parts: dict[str,
     dec = decay(row, policy)
     env = environment_fit(q, row)
     quality = (0.5 + 0.5 * conf) * (0.8 + 0.2 * dec) * env
-    explain: dict[str, float | str] = {**{f"match_{k}": round(v, 3) for k, v in parts.items()},
-                                       "relevance": round(rel, 4), "confidence": conf, "decay": round(dec, 4),
-                                       "environment_fit": round(env, 3)}
-    return Scored(facts=row, score=round(rel * quality, 4), relevance=rel, confidence=conf, parts=explain)
+    return Scored(facts=row, score=round(rel * quality, 4), relevance=rel, confidence=conf, channels=parts,
+                  decay=dec, environment_fit=env)
 
 
 @dataclass(frozen=True)
@@ -261,6 +272,6 @@ def rank(q: RankQuery, rows: list[RecordFacts], policy: RankPolicy, limit: int,
     for s in kept:
         share = shares.get(s.facts.root_cause_category or "", 0.0)
         s.score = round(s.score * (1.0 + policy.category_weight * share), 4)
-        s.parts.update(category_share=share, abstain_rule=rule)
+        s.category_share, s.rule = share, rule
     kept.sort(key=lambda s: (-s.score, -s.relevance, str(s.facts.family_id)))
     return Ranked(kept[:limit], shares)

@@ -39,8 +39,8 @@ def insert(cur: Cursor, *, tenant: str, briefing_id: UUID, project: str | None, 
         (tenant, briefing_id, project, requested_by, Jsonb(request),
          Jsonb([{"family_id": c.family_id, "version": c.version} for c in cited]), Jsonb(response)),
     )
-    for c in cited:
-        R.add_edge(cur, tenant, ("briefing", str(briefing_id)), "cited", ("version", f"{c.family_id}:{c.version}"))
+    R.add_edges(cur, tenant, [(("briefing", str(briefing_id)), "cited", ("version", f"{c.family_id}:{c.version}"))
+                              for c in cited])
 
 
 def get(cur: Cursor, briefing_id: UUID) -> StoredBriefing | None:

@@ -109,16 +109,17 @@ EMPTY = CorpusStats(docs=0, avg_length=1.0, df={})
 
 
 def corpus_stats(cur: Cursor, lexemes: Sequence[str]) -> CorpusStats:
-    cur.execute("SELECT docs, total_length FROM search_corpus")
+    """The tenant's document count, mean length and the document frequency of `lexemes` (one query)."""
+    cur.execute("""SELECT c.docs, c.total_length,
+                          (SELECT coalesce(jsonb_object_agg(s.lexeme, s.df), '{}') FROM lexeme_stats s
+                            WHERE s.lexeme = ANY(%s)) AS df
+                     FROM search_corpus c""", (list(lexemes),))
     row = cur.fetchone()
     if row is None or not row["docs"]:
         return EMPTY
-    df: dict[str, int] = {}
-    if lexemes:
-        cur.execute("SELECT lexeme, df FROM lexeme_stats WHERE lexeme = ANY(%s)", (list(lexemes),))
-        df = {r["lexeme"]: int(r["df"]) for r in cur.fetchall()}
     docs = int(row["docs"])
-    return CorpusStats(docs=docs, avg_length=max(float(row["total_length"]) / docs, 1.0), df=df)
+    return CorpusStats(docs=docs, avg_length=max(float(row["total_length"]) / docs, 1.0),
+                       df={k: int(v) for k, v in row["df"].items()})
 
 
 def selective(stats: CorpusStats, lexemes: Sequence[str], max_share: float = 0.05, floor: int = 50,

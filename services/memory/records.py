@@ -214,6 +214,19 @@ def add_edge(cur: Cursor, tenant: str, src: tuple[str, str], relation: str, dst:
     )
 
 
+def add_edges(cur: Cursor, tenant: str, edges: Sequence[tuple[tuple[str, str], str, tuple[str, str]]]) -> None:
+    """Many lineage edges in one statement (idempotent like `add_edge`)."""
+    if not edges:
+        return
+    cur.execute(
+        """INSERT INTO lineage_edges (tenant, src_kind, src_id, relation, dst_kind, dst_id)
+           SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[])
+           ON CONFLICT DO NOTHING""",
+        (tenant, [e[0][0] for e in edges], [e[0][1] for e in edges], [e[1] for e in edges],
+         [e[2][0] for e in edges], [e[2][1] for e in edges]),
+    )
+
+
 def edges_from(cur: Cursor, kinds_ids: list[tuple[str, str]]) -> list[Edge]:
     if not kinds_ids:
         return []
