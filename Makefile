@@ -50,12 +50,14 @@ replay: up  ## scenario corpora, real postmortems vs BM25/embedding, memory-on/o
 	$(PY) -m replay realworld --report replay/results/realworld.json
 	$(PY) -m replay gate --corpus-report replay/results/corpus.json
 
-bench: up  ## benchmarks, JSON into bench/results/
+bench: up  ## benchmarks; every figure of the run in one bench/results/make-bench-<time>.json and a table
+	@date +%s > .bench-started
 	$(PY) -m bench.run
 	$(PY) -m bench.mcp  # MCP get_briefing next to the HTTP briefing, same run
 	$(PY) -m bench.governance  # proposal counts on the replay corpora, preview and execute latency
 	$(PY) -m bench.throughput  # briefings/s at 1, 8 and 32 clients next to a no-op endpoint
 	$(PY) -m bench.projector_scaleout  # projector events/s with 1, 2 and 6 processes, identical projections
+	$(PY) -m bench.summary --since $$(cat .bench-started)
 
 chaos: up  ## fuzz every endpoint from the OpenAPI schema (schemathesis; fails on any 5xx); outages run in make test
 	$(PY) -m pip install -q --disable-pip-version-check 'schemathesis>=4.3'

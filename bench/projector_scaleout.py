@@ -3,48 +3,23 @@
     python -m bench.projector_scaleout     # needs Kafka and PostgreSQL (make up); BENCH_SCALE_EVENTS (50k)
 
 The ledger is produced once (6 partitions, 20 tenants, the bench generator's workload); each run projects
-it into a fresh database with `opslore projector run --processes N` and is timed from start until every
-event row is stored. Every run's projection must equal the 1-process run's (checksums). Writes
-bench/results/projector-scaleout-<time>.json.
+it into a fresh database with `opslore projector run --processes N` and is timed from start until the
+stored offsets reach the topic's end (`bench.run.run_processes`). Every run's projection must equal the
+1-process run's (checksums). Writes bench/results/projector-scaleout-<time>.json.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from bench.run import applied, checksums, drop_database, fresh_database, fresh_topic, log, produce
+from bench.run import checksums, drop_database, fresh_database, fresh_topic, log, produce, run_processes
 from services.common.settings import get_settings
 
 RESULTS = Path(__file__).parent / "results"
-
-
-def project(db_url: str, topic: str, processes: int, expected: int) -> dict[str, Any]:
-    env = os.environ | {"OPSLORE_DATABASE_URL": db_url, "OPSLORE_TOPIC": topic, "OPSLORE_DLQ_TOPIC": f"{topic}-dlq",
-                        "OPSLORE_CONSUMER_GROUP": f"bench-{uuid.uuid4().hex[:6]}",
-                        "OPSLORE_PROJECTOR_METRICS_PORT": "0"}
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "services.cli.main", "projector", "run", "--processes",
-                             str(processes)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while (done := applied(db_url)) < expected:
-            if time.perf_counter() - start > 900:
-                raise TimeoutError(f"{processes} processes: {done}/{expected} after 900 s")
-            time.sleep(0.25)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
-    seconds = time.perf_counter() - start
-    return {"processes": processes, "events": expected, "seconds": round(seconds, 2),
-            "events_per_s": round(expected / seconds)}
 
 
 def main() -> None:
@@ -57,7 +32,8 @@ def main() -> None:
     for processes in (1, 2, 6):
         db_url, _ = fresh_database(s)
         try:
-            runs.append(project(db_url, topic, processes, produced["events"]))
+            runs.append(run_processes(s, db_url, topic, f"bench-{uuid.uuid4().hex[:6]}", processes,
+                                      produced["events"]))
             sums[processes] = checksums(db_url)
             log(f"{runs[-1]}")
         finally:

@@ -1,0 +1,80 @@
+"""The closing step of `make bench`: one JSON with every figure of this run, and a short table.
+
+    python -m bench.summary --since <unix time the run started>
+
+Collects the newest result of each benchmark written since `--since` (bench.run's latest-full/small,
+mcp, governance, throughput, projector-scaleout), writes bench/results/make-bench-<time>.json and
+prints the figures next to the scale-out goals (issue "scale out on the engines we already run").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+KINDS = {"core": "bench-*.json", "mcp": "mcp-*.json", "governance": "governance-*.json",
+         "throughput": "throughput-*.json", "projector_scaleout": "projector-scaleout-*.json"}
+
+
+def newest(pattern: str, since: float) -> dict[str, Any] | None:
+    files = [f for f in RESULTS.glob(pattern) if f.stat().st_mtime >= since and "partial" not in f.name]
+    if not files:
+        return None
+    data: dict[str, Any] = json.loads(max(files, key=lambda f: f.stat().st_mtime).read_text())
+    return data
+
+
+def goals(run: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(figure, measured, goal) rows for the table."""
+    rows: list[tuple[str, str, str]] = []
+    core = run.get("core") or {}
+    for size, b in (core.get("briefing") or {}).items():
+        ms = b["latency_ms"]
+        rows.append((f"briefing in-process at {int(size):,} records", f"p50 {ms['p50']} / p95 {ms['p95']} / "
+                     f"p99 {ms['p99']} ms", "p95 <= 15, p99 <= 45 ms at 1M" if size == "1000000" else ""))
+    t = core.get("throughput")
+    if t:
+        rows.append(("projector / raw Kafka consume", f"{t['projector']['events_per_s']:,} / "
+                     f"{t['raw_kafka_consume']['events_per_s']:,} events/s = {t['projector_vs_slower_raw_rate']}",
+                     ">= 0.5"))
+    r = core.get("rebuild")
+    if r:
+        rows.append((f"rebuild of {r['events']:,} events ({r.get('rebuild_processes', 1)} processes)",
+                     f"{r['rebuild_seconds']} s, identical to live: {r['identical_to_live']}", "<= 120 s"))
+        rows.append(("live projection, 1 process", f"{r['live_projection']['events_per_s']:,} events/s", ""))
+    for s in (run.get("projector_scaleout") or {}).get("runs", []):
+        rows.append((f"projector, {s['processes']} processes", f"{s['events_per_s']:,} events/s", ""))
+    th = run.get("throughput")
+    if th:
+        for b, n in zip(th["briefing"], th["noop"], strict=True):
+            rows.append((f"HTTP, {b['clients']} clients", f"{b['per_s']} briefings/s, p95 {b['ms']['p95']} ms "
+                         f"(no-op p95 {n['ms']['p95']} ms, x{b['ms']['p95'] / n['ms']['p95']:.1f})",
+                         "x <= 3 at 8 clients" if b["clients"] == 8 else ""))
+    m = run.get("mcp")
+    if m:
+        rows.append(("MCP get_briefing vs HTTP briefing", f"p95 {m['mcp_ms']['p95']} vs {m['http_ms']['p95']} ms", ""))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--since", type=float, required=True)
+    args = parser.parse_args()
+    run: dict[str, Any] = {"at": datetime.now(UTC).isoformat()}
+    for kind, pattern in KINDS.items():
+        run[kind] = newest(pattern, args.since)
+    run["goals"] = [{"figure": f, "measured": m, "goal": g} for f, m, g in goals(run)]
+    out = RESULTS / f"make-bench-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
+    out.write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    width = max((len(f) for f, _, _ in goals(run)), default=10)
+    for figure, measured, goal in goals(run):
+        print(f"{figure:<{width}}  {measured}" + (f"   [goal {goal}]" if goal else ""))
+    print(f"\nwritten {out}")
+
+
+if __name__ == "__main__":
+    main()
