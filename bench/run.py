@@ -13,6 +13,7 @@ selects sections (a partial run is written as latest-<scale>-partial.json).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import platform
@@ -41,6 +42,7 @@ from services.common.kafka import LEDGER_TOPIC_CONFIG, producer_factory
 from services.common.migrate import apply_migrations
 from services.common.settings import Settings, get_settings
 from services.gateway.service import LedgerGateway
+from services.lexicon import analyzer
 from services.lexicon import index as lexical
 from services.memory.records import content_hash
 from services.projector.runner import ProjectorRunner, rebuild
@@ -309,6 +311,8 @@ def briefing_bench(settings: Settings) -> dict[str, Any]:
         db = Database(db_url, max_size=2)
         db.open()
         service = BriefingService(db, settings)
+        analyzer.warm()  # as the API process does at start
+        gc.freeze()
         who = Principal(key_id=None, tenant="bench-q", project=None, role="agent")
         for total in RECORD_SIZES:
             in_queried = min(total, QUERIED_TENANT_MAX)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import secrets
 import time
@@ -39,6 +40,7 @@ from services.gateway.keys import ApiKeyService
 from services.gateway.service import LedgerGateway
 from services.governance.service import GovernanceService
 from services.intake.alertmanager import AlertIntake
+from services.lexicon import analyzer
 from services.mcp_server.server import http_server
 from services.memory.service import MemoryService
 from services.operations.readiness import ReadinessProbe
@@ -159,6 +161,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = services or build_services(settings)
+        analyzer.warm()
+        gc.freeze()  # jieba's dictionary and everything else built at start: out of every GC pass (tail latency)
         async with mcp_server.session_manager.run():
             yield
         if services is None:

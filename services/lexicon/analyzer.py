@@ -125,6 +125,11 @@ def default_aliases() -> AliasDictionary:
     return aliases
 
 
+def warm() -> None:
+    """Load jieba's dictionary and the aliases now, not on the first question (a server calls it at start)."""
+    analyze("预热 warm-up")
+
+
 def _prime_jieba(aliases: AliasDictionary) -> None:
     jieba.setLogLevel(logging.WARNING)
     with _jieba_lock:
