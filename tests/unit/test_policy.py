@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from schemas.ledger import LedgerRecord
 from schemas.memory import Episode
 from services.projector import policy
@@ -7,11 +9,13 @@ from services.projector.policy import Changes
 from tests.factories import raw_event, record, resolved_incident
 
 
-def project_all(records: list[LedgerRecord]) -> tuple[Episode | None, list[Changes]]:
+def project_all(records: list[LedgerRecord],
+                fold: Callable[[Episode | None, LedgerRecord], Changes] = policy.project,
+                ) -> tuple[Episode | None, list[Changes]]:
     state: Episode | None = None
     out = []
     for r in records:
-        changes = policy.project(state, r)
+        changes = fold(state, r)
         out.append(changes)
         state = changes.episode or state
     return state, out
@@ -85,12 +89,7 @@ def test_apply_on_an_owned_episode_equals_project_and_project_never_touches_its_
     events = [record(e) for e in resolved_incident("INC-OWN")]
     events.insert(2, record(raw_event("signal.misleading", "INC-OWN", {"signal": "cpu_high", "reason": "batch"})))
     copied, copied_changes = project_all(events)
-    owned: Episode | None = None
-    owned_changes = []
-    for r in events:
-        change = policy.apply(owned, r)
-        owned_changes.append(change)
-        owned = change.episode or owned
+    owned, owned_changes = project_all(events, fold=policy.apply)  # each event folded into the same episode
     assert owned == copied
     assert [(c.candidate, c.misleading, c.feedback) for c in owned_changes] == \
         [(c.candidate, c.misleading, c.feedback) for c in copied_changes]
