@@ -24,19 +24,6 @@ from services.projector.policy import Changes, FeedbackDelta, MisleadingSignal, 
 PROJECTION_TABLES = ("ledger_events", "episodes", "candidates", "misleading_signals", "family_feedback")
 
 
-_EVENT_INSERT = """INSERT INTO ledger_events (tenant, event_id, project, incident_id, type, trust, writer,
-       occurred_at, recorded_at, content_hash, payload, source_partition, source_offset)
-   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-   ON CONFLICT (tenant, event_id) DO NOTHING RETURNING event_id"""
-
-_EPISODE_UPSERT = """INSERT INTO episodes
-     (tenant, incident_id, project, status, event_count, opened_at, resolved_at, body)
-   VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-   ON CONFLICT (tenant, incident_id) DO UPDATE SET project = EXCLUDED.project,
-     status = EXCLUDED.status, event_count = EXCLUDED.event_count, opened_at = EXCLUDED.opened_at,
-     resolved_at = EXCLUDED.resolved_at, body = EXCLUDED.body"""
-
-
 # The batch statements take ONE JSON document (serialized by pydantic-core and orjson in C) instead of a
 # parameter per value: per-value adaptation in the driver cost more than PostgreSQL's insert itself.
 _EVENTS_INSERT = """INSERT INTO ledger_events (tenant, event_id, project, incident_id, type, trust, writer,
@@ -60,20 +47,9 @@ _EPISODES_UPSERT = """INSERT INTO episodes
      resolved_at = EXCLUDED.resolved_at, body = EXCLUDED.body"""
 
 
-def _event_row(r: LedgerRecord, partition: int, offset: int) -> tuple[Any, ...]:
-    return (r.tenant, r.event_id, r.project, r.incident_id, r.type.value, r.trust.value, Jsonb(r.writer.model_dump()),
-            r.occurred_at, r.recorded_at, r.content_hash, Jsonb(r.payload), partition, offset)
-
-
-def _episode_row(e: Episode) -> tuple[Any, ...]:
-    return (e.tenant, e.incident_id, e.project, e.status, e.event_count, e.opened_at, e.resolved_at,
-            Jsonb(e.model_dump(mode="json")))
-
-
 def record_event(cur: Cursor, rec: LedgerRecord, partition: int, offset: int) -> bool:
     """Insert the event row; False when this tenant has already seen the event id."""
-    cur.execute(_EVENT_INSERT, _event_row(rec, partition, offset))
-    return cur.fetchone() is not None
+    return bool(record_events(cur, [(rec, partition, offset)]))
 
 
 @dataclass(frozen=True)
