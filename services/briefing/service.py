@@ -43,6 +43,7 @@ from services.lexicon import index as lexical
 from services.lexicon.analyzer import analyze
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
+_WORD = re.compile(r"[A-Za-z0-9_]+")
 log = logging.getLogger("opslore.briefing")
 
 
@@ -50,7 +51,7 @@ def token_estimate(payload: Any) -> int:
     """Rough LLM token count: one per CJK character, ~1.3 per other word, plus JSON punctuation."""
     text = payload if isinstance(payload, str) else orjson.dumps(payload).decode()
     cjk = len(_CJK.findall(text))
-    words = len(re.findall(r"[A-Za-z0-9_]+", _CJK.sub(" ", text)))
+    words = len(_WORD.findall(text))  # a word never spans a CJK character, which is not in its class
     return math.ceil(cjk + words * 1.3 + text.count('"') / 4)
 
 

@@ -178,8 +178,3 @@ GENERIC_TERMS = frozenset([*(stem(w) for w in _GENERIC_EN.split()), "服务", "�
 
 def concepts_of(tokens: list[str]) -> list[str]:
     return [t[len(CONCEPT_PREFIX):] for t in tokens if t.startswith(CONCEPT_PREFIX)]
-
-
-def tsquery_any(tokens: list[str]) -> str:
-    """A tsquery matching any of the lexemes, each quoted so PostgreSQL keeps it verbatim."""
-    return " | ".join("'" + t.replace("'", "''") + "'" for t in tokens)

@@ -2,7 +2,9 @@
 
 `search_text` and `document` are pure: what a version is found by, and its lexemes. `write` stores
 documents in `version_search` (lexemes verbatim, `array_to_tsvector`, so no database-side parser splits
-`concept:db_pool_exhausted` or `db_pool_saturation`) and keeps the BM25 statistics (`lexeme_stats`,
+`concept:db_pool_exhausted` or `db_pool_saturation`; the full-text terms are tenant-qualified,
+`<tenant>/<lexeme>`, by the database's `opslore_search_terms`, so one GIN posting list holds one tenant's
+versions: migration 0015) and keeps the BM25 statistics (`lexeme_stats`,
 `search_corpus`) in step, all in the caller's transaction. Production writes, the benchmark loader and
 the tests call these same functions. `corpus_stats` reads the statistics for a query's lexemes.
 
@@ -56,7 +58,8 @@ WITH docs AS (
   FROM unnest(%(families)s::uuid[], %(versions)s::int[], %(lexemes)s::text[]) AS d(f, v, l)),
 ins AS (
   INSERT INTO version_search (tenant, family_id, version, analyzer, lexemes, doc_length, tsv)
-  SELECT %(tenant)s, f, v, %(analyzer)s, lexemes, cardinality(lexemes), array_to_tsvector(lexemes) FROM docs
+  SELECT %(tenant)s, f, v, %(analyzer)s, lexemes, cardinality(lexemes),
+         array_to_tsvector(opslore_search_terms(%(tenant)s, lexemes)) FROM docs
   ON CONFLICT DO NOTHING
   RETURNING lexemes, doc_length),
 stats AS (

@@ -16,7 +16,6 @@ import pytest
 
 from schemas.api import BriefingRequest
 from schemas.memory import CandidateDraft
-from services.lexicon.analyzer import tsquery_any
 from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
 
 pytestmark = pytest.mark.integration
@@ -60,8 +59,8 @@ def test_an_alias_concept_alone_is_found_by_the_full_text_index(svc: GovernedSer
     family = learn(svc, tenant, lesson("db_connection_pool", "order-svc", alert="订单告警", signal="orders_sig",
                                        summary="订单库连接池耗尽，线程排队等待", root_cause="批处理任务长期占用连接"))
     with svc.db.tenant_transaction(tenant) as cur:  # the index holds the concept verbatim
-        cur.execute("SELECT count(*) AS n FROM version_search WHERE tsv @@ %s::tsquery",
-                    (tsquery_any(["concept:db_pool_exhausted"]),))
+        cur.execute("SELECT count(*) AS n FROM version_search WHERE tsv @@ opslore_search_query(%s, %s)",
+                    (tenant, ["concept:db_pool_exhausted"]))
         assert cur.fetchone() == {"n": 1}
     # no service, alert or signal in common: only the concept can find it, only the text branch retrieves it
     answer = svc.briefing.brief(reviewer(tenant), BriefingRequest(
@@ -77,8 +76,8 @@ def test_an_underscored_signal_word_matches_in_sql(svc: GovernedServices) -> Non
     family = learn(svc, tenant, lesson("throttling", "render", alert="RenderSlow", signal="cfs_quota_exceeded",
                                        summary="render pods throttled", root_cause="CPU limit too low"))
     with svc.db.tenant_transaction(tenant) as cur:
-        cur.execute("SELECT count(*) AS n FROM version_search WHERE tsv @@ %s::tsquery",
-                    (tsquery_any(["cfs_quota_exceeded"]),))
+        cur.execute("SELECT count(*) AS n FROM version_search WHERE tsv @@ opslore_search_query(%s, %s)",
+                    (tenant, ["cfs_quota_exceeded"]))
         assert cur.fetchone() == {"n": 1}
     answer = svc.briefing.brief(reviewer(tenant), BriefingRequest(text="seeing cfs_quota_exceeded on workers"))
     assert [str(h.family_id) for h in answer.hints] == [family]
