@@ -30,6 +30,7 @@ from typing import Any
 import psycopg
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
+from prometheus_client import REGISTRY
 from psycopg.types.json import Jsonb
 
 from bench.generate import ARCHETYPES, Picker, ledger, record_content, record_document
@@ -45,6 +46,7 @@ from services.gateway.service import LedgerGateway
 from services.lexicon import analyzer
 from services.lexicon import index as lexical
 from services.memory.records import content_hash
+from services.projector.metrics import STAGES as PROJECTOR_STAGES
 from services.projector.runner import ProjectorRunner, rebuild
 from services.projector.store import PROJECTION_TABLES
 
@@ -144,6 +146,7 @@ def run_projector(settings: Settings, db_url: str, topic: str, group: str, expec
     db.open()
     runner = ProjectorRunner(s, db)
     runner.start()
+    before = stage_seconds()
     done, start, last = 0, time.perf_counter(), time.perf_counter()
     try:
         while done < expected:
@@ -156,7 +159,26 @@ def run_projector(settings: Settings, db_url: str, topic: str, group: str, expec
         runner.close()
         db.close()
     seconds = time.perf_counter() - start
-    return {"events": done, "seconds": round(seconds, 2), "events_per_s": round(done / seconds)}
+    spent = {k: v - before[k] for k, v in stage_seconds().items()}
+    return {"events": done, "seconds": round(seconds, 2), "events_per_s": round(done / seconds),
+            "stages_us_per_event": stage_profile(spent, done, seconds)}
+
+
+def stage_seconds() -> dict[str, float]:
+    """The projector's own stage counters (services.projector.metrics), read from this process's registry."""
+    return {s: REGISTRY.get_sample_value("opslore_projector_stage_seconds_total", {"stage": s}) or 0.0
+            for s in PROJECTOR_STAGES}
+
+
+def stage_profile(spent: dict[str, float], events: int, seconds: float) -> dict[str, float]:
+    """Microseconds per event by stage. `transaction` is split into its stages and the remainder
+    (`commit_and_savepoints`: BEGIN, SAVEPOINT, the offsets row, COMMIT); `other` is the loop's own time."""
+    inner = ("record_events", "load_episodes", "policy", "save_episodes", "side_effects")
+    per = {k: spent[k] / events * 1e6 for k in PROJECTOR_STAGES}
+    per["commit_and_savepoints"] = per.pop("transaction") - sum(per[k] for k in inner)
+    per["other"] = seconds / events * 1e6 - sum(per.values())
+    per["total"] = seconds / events * 1e6
+    return {k: round(v, 1) for k, v in per.items()}
 
 
 def applied(db_url: str) -> int:

@@ -41,13 +41,19 @@ def goals(run: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append(("projector / raw Kafka consume", f"{t['projector']['events_per_s']:,} / "
                      f"{t['raw_kafka_consume']['events_per_s']:,} events/s = {t['projector_vs_slower_raw_rate']}",
                      ">= 0.5"))
+        stages = t["projector"].get("stages_us_per_event")
+        if stages:
+            rows.append(("projector, us per event by stage", ", ".join(f"{k} {v}" for k, v in stages.items()), ""))
     r = core.get("rebuild")
     if r:
         rows.append((f"rebuild of {r['events']:,} events ({r.get('rebuild_processes', 1)} processes)",
                      f"{r['rebuild_seconds']} s, identical to live: {r['identical_to_live']}", "<= 120 s"))
         rows.append(("live projection, 1 process", f"{r['live_projection']['events_per_s']:,} events/s", ""))
+    raw = t["raw_kafka_consume"]["events_per_s"] if t else None
     for s in (run.get("projector_scaleout") or {}).get("runs", []):
-        rows.append((f"projector, {s['processes']} processes", f"{s['events_per_s']:,} events/s", ""))
+        ratio = f" = {s['events_per_s'] / raw:.3f} of raw consume" if raw else ""
+        rows.append((f"projector, {s['processes']} processes", f"{s['events_per_s']:,} events/s{ratio}",
+                     ">= 0.5 of raw, or the 2-process figure and the stage profile" if s["processes"] == 2 else ""))
     th = run.get("throughput")
     if th:
         for b, n in zip(th["briefing"], th["noop"], strict=True):

@@ -182,13 +182,15 @@ class ProjectorRunner:
     # ------------------------------------------------------------------ one batch
     def poll_once(self, timeout_ms: int = 500) -> BatchResult:
         assert self.consumer is not None
-        polled = self.consumer.poll(timeout_ms=timeout_ms, max_records=self.settings.projector_batch)
+        with M.stage("kafka_poll"):
+            polled = self.consumer.poll(timeout_ms=timeout_ms, max_records=self.settings.projector_batch)
         if not polled:
             return BatchResult()
         records = [r for batch in polled.values() for r in batch]
         start = time.perf_counter()
         result, offsets = self._project(records)
-        self._commit_kafka(offsets)
+        with M.stage("kafka_commit"):
+            self._commit_kafka(offsets)
         self._observe(result, offsets, time.perf_counter() - start)
         return result
 
@@ -208,8 +210,9 @@ class ProjectorRunner:
         result = BatchResult()
         offsets = {rec.partition: rec.offset + 1 for rec in records}
         dead: list[DeadLetter] = []
-        decoded = self._decode(records, dead)
-        with self.storage.transaction() as tx:
+        with M.stage("decode"):
+            decoded = self._decode(records, dead)
+        with M.stage("transaction"), self.storage.transaction() as tx:
             try:
                 with tx.savepoint():  # the fast path
                     result.applied, result.duplicates = self._apply_batch(tx, decoded)
@@ -244,7 +247,8 @@ class ProjectorRunner:
         applied = 0
         for tenant, items in by_tenant.items():
             tx.set_tenant(tenant)
-            new_ids = tx.record_events([(d.event, d.rec.partition, d.rec.offset) for d in items])
+            with M.stage("record_events"):
+                new_ids = tx.record_events([(d.event, d.rec.partition, d.rec.offset) for d in items])
             fresh: list[Decoded] = []
             seen: set[Any] = set()
             for d in items:
@@ -256,18 +260,22 @@ class ProjectorRunner:
 
     @staticmethod
     def _project_fresh(tx: store.ProjectionStore, tenant: str, fresh: list[Decoded]) -> int:
-        episodes = tx.load_episodes(sorted({d.event.incident_id for d in fresh}))
+        with M.stage("load_episodes"):
+            episodes = tx.load_episodes(sorted({d.event.incident_id for d in fresh}))
         touched: dict[str, None] = {}
         changes = []
-        for d in fresh:
-            incident = d.event.incident_id
-            change = policy.apply(episodes.get(incident), d.event, d.payload)  # the runner owns these episodes
-            if change.episode is not None:
-                episodes[incident] = change.episode
-                touched[incident] = None
-            changes.append(change)
-        tx.save_episodes([episodes[i] for i in touched])
-        tx.apply_side_effects(tenant, changes)
+        with M.stage("policy"):
+            for d in fresh:
+                incident = d.event.incident_id
+                change = policy.apply(episodes.get(incident), d.event, d.payload)  # the runner owns these episodes
+                if change.episode is not None:
+                    episodes[incident] = change.episode
+                    touched[incident] = None
+                changes.append(change)
+        with M.stage("save_episodes"):
+            tx.save_episodes([episodes[i] for i in touched])
+        with M.stage("side_effects"):
+            tx.apply_side_effects(tenant, changes)
         return len(fresh)
 
     def _apply_one(self, tx: store.ProjectionStore, rec: Any, event: LedgerRecord, dead: list[DeadLetter]) -> str:
