@@ -5,14 +5,13 @@ from __future__ import annotations
 import gc
 import logging
 import secrets
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from psycopg_pool import PoolTimeout
@@ -20,9 +19,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import Route
 
-from schemas.guard import Problem, UnsafeInput, text_problem
+from schemas.guard import UnsafeInput
 from services.api import ui
-from services.api.metrics import REQUEST_SECONDS
+from services.api.middleware import RequestGuard, RequestTiming
 from services.api.routes import router
 from services.briefing.semantic import SemanticIndex, make_embedder
 from services.briefing.service import BriefingService
@@ -97,22 +96,6 @@ def _field_of(loc: tuple[Any, ...]) -> str:
     return out or "body"
 
 
-def query_problem(request: Request) -> Problem | None:
-    """Control characters in the path or the query, or a query parameter given twice."""
-    reason = text_problem(request.url.path)
-    if reason:
-        return Problem("path", reason)
-    seen: set[str] = set()
-    for key, value in request.query_params.multi_items():
-        if key in seen:
-            return Problem(key, "query parameter given more than once")
-        seen.add(key)
-        reason = text_problem(key) or text_problem(value)
-        if reason:
-            return Problem(key, reason)
-    return None
-
-
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(OpsloreError)
     async def _opslore(_: Request, exc: OpsloreError) -> JSONResponse:
@@ -175,30 +158,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app = FastAPI(title="opslore", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
 
-    @app.middleware("http")
-    async def _guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        problem = query_problem(request)
-        if problem is not None:
-            return _error(422, "invalid", f"{problem.path}: {problem.reason}", problem.path)
-        return await call_next(request)
-
-    @app.middleware("http")
-    async def _timing(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        ctx = logs.begin(request.headers.get("traceparent"), request.headers.get("x-request-id"))
-        ctx.trace_id = tracing.current_trace_id() or ctx.trace_id  # the server span's, when tracing is on
-        start = time.perf_counter()
-        response = await call_next(request)
-        elapsed = time.perf_counter() - start
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        REQUEST_SECONDS.labels(path, request.method, str(response.status_code)).observe(elapsed)
-        response.headers["x-request-id"] = ctx.request_id or ""
-        response.headers["traceparent"] = ctx.traceparent() or ""
-        access.info("%s %s %s", request.method, path, response.status_code,
-                    extra={"fields": {"method": request.method, "route": path, "status": response.status_code,
-                                      "ms": round(elapsed * 1000, 1)}})
-        return response
-
+    app.add_middleware(RequestGuard, reject=lambda p: _error(422, "invalid", f"{p.path}: {p.reason}", p.path))
+    app.add_middleware(RequestTiming)  # outside the guard: a rejected request is timed and logged too
     app.include_router(router)
     app.include_router(ui.router)
     app.router.routes.append(Route("/mcp", endpoint=mcp_app))  # MCP, streamable HTTP (services/mcp_server)

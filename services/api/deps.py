@@ -11,16 +11,21 @@ from services.common.auth import Principal
 from services.container import Services
 
 
-def services(request: Request) -> Services:
+def container(request: Request) -> Services:
     svc: Services = request.app.state.services
     return svc
+
+
+async def services(request: Request) -> Services:
+    """Async on purpose: FastAPI runs a plain `def` dependency in a worker thread, one hop per request."""
+    return container(request)
 
 
 def principal(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:
     token = None
     if authorization and authorization.lower().startswith("bearer "):
         token = authorization[7:].strip()
-    caller = services(request).keys.authenticate(token)
+    caller = container(request).keys.authenticate(token)
     logs.bind(tenant=caller.tenant)
     return caller
 
