@@ -41,7 +41,7 @@ class ScriptedConsumer:
         batch = self.batches.pop(0)
         return {TopicPartition(TOPIC, 0): batch}
 
-    def commit(self, offsets: dict[TopicPartition, Any]) -> None:
+    def commit_async(self, offsets: dict[TopicPartition, Any], callback: Any = None) -> None:
         if self.fail_commit:
             raise RuntimeError("broker went away")
         self.journal.append("kafka-commit " + ",".join(f"{tp.partition}:{o.offset}" for tp, o in offsets.items()))
