@@ -84,8 +84,17 @@ def fresh_database(settings: Settings) -> tuple[str, str]:
 
 
 def drop_database(settings: Settings, url: str) -> None:
-    with psycopg.connect(settings.owner_database_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+    """Drop a bench database. A projector process that has just exited can leave its server backend alive
+    for a moment, which FORCE may not terminate as the owner role: retry for a few seconds."""
+    for attempt in range(20):
+        try:
+            with psycopg.connect(settings.owner_database_url, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+            return
+        except psycopg.errors.InsufficientPrivilege:
+            if attempt == 19:
+                raise
+            time.sleep(0.5)
 
 
 def fresh_topic(settings: Settings, partitions: int = 6) -> str:
