@@ -47,7 +47,6 @@ from services.projector.queries import EpisodeQueries
 from services.review.service import ReviewService
 
 log = logging.getLogger("opslore.api")
-access = logging.getLogger("opslore.access")
 
 
 def build_services(settings: Settings) -> Services:
