@@ -334,6 +334,15 @@ def queries(n: int) -> list[BriefingRequest]:
     return out
 
 
+def hit_ratios(service: BriefingService, before: dict[str, tuple[int, int]]) -> dict[str, float | None]:
+    """Share of version lookups the cache answered since `before` (facts: every candidate; details: hints)."""
+    out: dict[str, float | None] = {}
+    for name, c in service.cache.counts().items():
+        hits, misses = c.hits - before[name][0], c.misses - before[name][1]
+        out[name] = round(hits / (hits + misses), 3) if hits + misses else None
+    return out
+
+
 def briefing_bench(settings: Settings) -> dict[str, Any]:
     db_url, owner_url = fresh_database(settings)
     results: dict[str, Any] = {}
@@ -342,6 +351,7 @@ def briefing_bench(settings: Settings) -> dict[str, Any]:
         db = Database(db_url, max_size=2)
         db.open()
         service = BriefingService(db, settings)
+        cold = BriefingService(db, settings.model_copy(update={"briefing_cache_versions": 0}))
         analyzer.warm()  # as the API process does at start
         gc.freeze()
         who = Principal(key_id=None, tenant="bench-q", project=None, role="agent")
@@ -365,16 +375,22 @@ def briefing_bench(settings: Settings) -> dict[str, Any]:
             qs = queries(300)
             for q in qs[:20]:
                 service.brief(who, q)  # warm-up
-            samples, tokens, hints = [], [], []
-            for q in qs:
+            before = {k: (c.hits, c.misses) for k, c in service.cache.counts().items()}
+            samples, cold_samples, tokens, hints = [], [], [], []
+            for q in qs:  # interleaved: the same question with the version cache, then without it
                 t0 = time.perf_counter()
                 answer = service.brief(who, q)
                 samples.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                cold.brief(who, q)
+                cold_samples.append((time.perf_counter() - t0) * 1000)
                 tokens.append(answer.token_estimate)
                 hints.append(len(answer.hints))
             results[str(total)] = {"records_total": loaded["bench-q"] + loaded["others"],
                                    "records_in_queried_tenant": loaded["bench-q"],
                                    "latency_ms": percentiles(samples),
+                                   "latency_without_version_cache_ms": percentiles(cold_samples),
+                                   "version_cache_hit_ratio": hit_ratios(service, before),
                                    "tokens_rendered": {"mean": round(statistics.fmean(tokens), 1), "max": max(tokens)},
                                    "hints_mean": round(statistics.fmean(hints), 2)}
             log(f"briefing at {total}: {results[str(total)]['latency_ms']}")

@@ -36,6 +36,11 @@ def goals(run: dict[str, Any]) -> list[tuple[str, str, str]]:
         ms = b["latency_ms"]
         rows.append((f"briefing in-process at {int(size):,} records", f"p50 {ms['p50']} / p95 {ms['p95']} / "
                      f"p99 {ms['p99']} ms", "p95 <= 15, p99 <= 45 ms at 1M" if size == "1000000" else ""))
+        cold, hit = b.get("latency_without_version_cache_ms"), b.get("version_cache_hit_ratio")
+        if cold and hit:
+            rows.append(("  same questions, version cache off", f"p50 {cold['p50']} / p95 {cold['p95']} / "
+                         f"p99 {cold['p99']} ms (cache hit ratio: facts {hit['facts']}, details {hit['details']})",
+                         ""))
     t = core.get("throughput")
     if t:
         rows.append(("projector / raw Kafka consume", f"{t['projector']['events_per_s']:,} / "

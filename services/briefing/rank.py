@@ -234,8 +234,9 @@ def score(q: RankQuery, row: RecordFacts, policy: RankPolicy, stats: CorpusStats
     return _scored(q, row, policy, channels(q, row, stats, policy, semantic, weights))
 
 
-def _scored(q: RankQuery, row: RecordFacts, policy: RankPolicy, parts: dict[str, float]) -> Scored:
-    rel = fuse(parts)
+def _scored(q: RankQuery, row: RecordFacts, policy: RankPolicy, parts: dict[str, float],
+            rel: float | None = None) -> Scored:
+    rel = fuse(parts) if rel is None else rel
     conf = adjusted_confidence(row)
     dec = decay(row, policy)
     env = environment_fit(q, row)
@@ -265,13 +266,13 @@ def rank(q: RankQuery, rows: list[RecordFacts], policy: RankPolicy, limit: int,
             continue
         sim = similarities.get(row.key) if similarities else None
         parts = channels(q, row, stats, policy, sim, weights)
-        if is_specific(parts) and fuse(parts) >= policy.min_relevance:
-            kept.append(_scored(q, row, policy, parts))
+        if is_specific(parts) and (rel := fuse(parts)) >= policy.min_relevance:
+            kept.append(_scored(q, row, policy, parts, rel))
     shares = infer_categories(kept)
     rule = f"relevance >= {policy.min_relevance} and a match beyond the service"
     for s in kept:
         share = shares.get(s.facts.root_cause_category or "", 0.0)
         s.score = round(s.score * (1.0 + policy.category_weight * share), 4)
         s.category_share, s.rule = share, rule
-    kept.sort(key=lambda s: (-s.score, -s.relevance, str(s.facts.family_id)))
+    kept.sort(key=lambda s: (-s.score, -s.relevance, s.facts.family_id))  # uuid order is its hex string's
     return Ranked(kept[:limit], shares)

@@ -6,11 +6,13 @@ inside the validity window. Applicability filtering and scoring happen in Python
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 from psycopg import sql
 
 from schemas.api import BriefingRequest
+from services.briefing.cache import FactsKey, VersionCache, VersionKey
 from services.briefing.facts import RecordFacts
 from services.common.db import Cursor, Row
 from services.lexicon.index import CorpusStats, selective
@@ -23,17 +25,16 @@ BRANCH_LIMIT = 30
 TEXT_MATCH_CAP = 200  # full-text matches ranked per request, before any of their versions is read
 
 # Candidate ids come from the SECURITY DEFINER function of migration 0005 (index-driven branches scoped to
-# the transaction's tenant; see there for why); the rows themselves are read here, under RLS.
-_SQL = """
+# the transaction's tenant; see there for why); the rows themselves are checked here, under RLS: the version
+# inside its validity window and the family's current, active one. This read returns keys and the feedback
+# counts only; what a version says is immutable and comes from the `VersionCache`, or from `_FACTS` for the
+# versions it does not hold yet.
+_PICK = """
 WITH picked AS (
   SELECT * FROM opslore_briefing_candidates(%(services)s, %(signals)s, %(alert)s,
                                             %(lexemes)s::text[],
                                             %(project)s, %(limit)s, %(text_cap)s))
-SELECT v.family_id, v.version, v.memory_type, v.alert_name, v.services, v.signals, v.entities,
-       v.confidence, v.environment, v.cluster, v.version_range, v.topology_fingerprint,
-       v.applicability_restricted, v.last_verified_at, v.observed_at, v.root_cause_category,
-       v.misleading_signals, s.doc_length, s.lexemes,
-       coalesce((v.trust_mix->>'untrusted_text')::int, 0) > 0 AS untrusted_evidence,
+SELECT v.family_id, v.version, s.xmin::text::bigint AS search_row,
        coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted
 FROM picked p
 JOIN memory_versions v ON v.family_id = p.family_id AND v.version = p.version
@@ -45,18 +46,48 @@ LEFT JOIN family_feedback fb ON fb.family_id = v.family_id
 WHERE v.valid_from <= %(now)s AND (v.valid_until IS NULL OR v.valid_until > %(now)s)
 """
 
+_FACTS = """
+SELECT v.family_id, v.version, s.xmin::text::bigint AS search_row,
+       v.memory_type, v.alert_name, v.services, v.signals, v.entities,
+       v.confidence, v.environment, v.cluster, v.version_range, v.topology_fingerprint,
+       v.applicability_restricted, v.last_verified_at, v.observed_at, v.root_cause_category,
+       v.misleading_signals, s.doc_length, s.lexemes,
+       coalesce((v.trust_mix->>'untrusted_text')::int, 0) > 0 AS untrusted_evidence
+FROM unnest(%s::uuid[], %s::int[]) k(family_id, version)
+JOIN memory_versions v ON v.family_id = k.family_id AND v.version = k.version
+LEFT JOIN version_search s ON s.family_id = v.family_id AND s.version = v.version
+"""
+
 
 def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], project: str | None,
-                     now: datetime, stats: CorpusStats) -> list[RecordFacts]:
+                     now: datetime, stats: CorpusStats, cache: VersionCache) -> list[RecordFacts]:
     """Bounded, index-driven branches (same service; same signals under the same alert; a requested
-    signal marked misleading; full text over the selective lexemes), unioned, then full rows with
-    their lexemes (the ranker's BM25 intersects them with the question's)."""
-    cur.execute(_SQL, {
+    signal marked misleading; full text over the selective lexemes), unioned and checked under RLS, then
+    each version's facts with its lexemes (the ranker's BM25 intersects them with the question's)."""
+    cur.execute(_PICK, {
         "lexemes": selective(stats, tokens), "now": now, "project": project,
         "alert": req.alert.name if req.alert else None, "services": req.services,
         "signals": req.signals, "limit": BRANCH_LIMIT, "text_cap": TEXT_MATCH_CAP,
     })
-    return [RecordFacts.of(r) for r in cur.fetchall()]
+    picked = [((r["family_id"], r["version"], r["search_row"]), r) for r in cur.fetchall()]
+    known, missing = cache.facts(key for key, _ in picked)
+    if missing:
+        known.update(_read_facts(cur, missing))
+        cache.store_facts({k: known[k] for k in missing if k in known})
+    return [_with_feedback(known[key], row) for key, row in picked if key in known]
+
+
+def _read_facts(cur: Cursor, keys: list[FactsKey]) -> dict[FactsKey, RecordFacts]:
+    """By primary key; each keyed by the search row it was read with (a reindex in between is a new key)."""
+    cur.execute(_FACTS, ([k[0] for k in keys], [k[1] for k in keys]))
+    return {(r["family_id"], r["version"], r["search_row"]): RecordFacts.of(r) for r in cur.fetchall()}
+
+
+def _with_feedback(facts: RecordFacts, row: Row) -> RecordFacts:
+    adopted, refuted = int(row["adopted"]), int(row["refuted"])
+    if (adopted, refuted) == (facts.adopted, facts.refuted):
+        return facts
+    return dataclasses.replace(facts, adopted=adopted, refuted=refuted)
 
 
 DETAIL_COLUMNS = ("project", "summary", "root_cause", "source_incidents",
@@ -66,12 +97,15 @@ _DETAILS = sql.SQL("""SELECT family_id, version, {} FROM memory_versions
     sql.SQL(", ").join(map(sql.Identifier, DETAIL_COLUMNS)))
 
 
-def fetch_details(cur: Cursor, facts: list[RecordFacts]) -> dict[tuple[str, int], Row]:
+def fetch_details(cur: Cursor, facts: list[RecordFacts], cache: VersionCache) -> dict[VersionKey, Row]:
     """The columns a hint shows, for the few versions that made the answer (by primary key)."""
-    if not facts:
-        return {}
-    cur.execute(_DETAILS, ([f.family_id for f in facts], [f.version for f in facts]))
-    return {(str(d["family_id"]), int(d["version"])): d for d in cur.fetchall()}
+    found, missing = cache.details(f.ident for f in facts)
+    if missing:
+        cur.execute(_DETAILS, ([k[0] for k in missing], [k[1] for k in missing]))
+        read = {(d["family_id"], d["version"]): d for d in cur.fetchall()}
+        cache.store_details(read)
+        found.update(read)
+    return found
 
 
 def alert_categories(cur: Cursor, alert_name: str, project: str | None, now: datetime) -> dict[str, set[str]]:

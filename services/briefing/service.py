@@ -28,6 +28,7 @@ from schemas.api import (
 from schemas.ledger import EventType, LedgerRecord, Trust, envelope
 from services.briefing import records as B
 from services.briefing import retrieval as C
+from services.briefing.cache import VersionCache
 from services.briefing.facts import RecordFacts
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank
 from services.briefing.render import render
@@ -100,6 +101,7 @@ class BriefingService:
         self.settings = settings
         self.gateway = gateway
         self.semantic = semantic
+        self.cache = VersionCache(settings.briefing_cache_versions)
 
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")
@@ -120,12 +122,12 @@ class BriefingService:
     def _answer(self, cur: Cursor, principal: Principal, req: BriefingRequest, now: datetime) -> BriefingResponse:
         q, tokens = build_query(req)
         stats = lexical.corpus_stats(cur, tokens)
-        rows = C.fetch_candidates(cur, req, tokens, principal.project, now, stats)
+        rows = C.fetch_candidates(cur, req, tokens, principal.project, now, stats, self.cache)
         similarities, degraded = self._semantic(cur, req, rows)
         ranking = rank(q, rows, self._policy(now), req.limit, similarities, stats)
-        details = C.fetch_details(cur, [s.facts for s in ranking.hints])
+        details = C.fetch_details(cur, [s.facts for s in ranking.hints], self.cache)
         ctx = self._context(cur, ranking, q, principal.project, now)
-        hints = [self._hint(s, details[s.facts.key], q, req, ctx, detail=2 if i == 0 else 1)
+        hints = [self._hint(s, details[s.facts.ident], q, req, ctx, detail=2 if i == 0 else 1)
                  for i, s in enumerate(ranking.hints)]
         response = BriefingResponse(briefing_id=uuid.uuid4(), hints=hints, degraded=degraded, rendered=render(hints))
         response.token_estimate = token_estimate(response.rendered)

@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     governance_metrics_port: int = Field(9102, description="port of the governance worker's /metrics (0: off)")
     # briefing
     briefing_min_score: float = Field(0.5, description="abstain below this relevance")
+    briefing_cache_versions: int = Field(20000, ge=0, description="record versions whose immutable facts and "
+                                         "shown columns each API process keeps between briefings (0: off)")
     stale_after_days: int = Field(90, description="hints not verified for longer warn `stale`; governance "
                                                   "proposes re-verification")
     episodic_half_life_days: float = Field(30.0, description="decay of episodic memories in ranking")

@@ -1,0 +1,102 @@
+"""VersionCache: what a briefing reads of a record version that can never change, kept between briefings.
+
+A memory version is written once. Its only column that is ever updated is `state` (with `state_changed_at`),
+and the briefing never takes that from here: its SQL filters on state, the validity window and the family's
+current pointer on every call, and reads the feedback counts fresh. Everything else the ranker matches on
+(`RecordFacts`) and a hint shows (the detail columns) is fixed at write time, so reading it again for every
+briefing only moves the same bytes. The lexemes and document length come from `version_search`, which a
+lexical reindex rewrites (same analyzer name, new alias file): their entries are keyed by that row's `xmin`
+as well, so a rewritten search row is a miss, never a stale hit.
+
+Tenant safety: the cache answers only "what does this version say", never "which versions": a key is looked
+up after the database returned it to the caller's tenant under RLS in the same transaction. One cache per
+`BriefingService` (per process and database), bounded LRU, a lock around each access (the API runs its sync
+handlers on a thread pool). Capacity 0 turns it off.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from uuid import UUID
+
+from cachetools import LRUCache
+
+from services.briefing.facts import RecordFacts
+
+VersionKey = tuple[UUID, int]  # (family id, version)
+FactsKey = tuple[UUID, int, int | None]  # (family id, version, xmin of its version_search row; None: not indexed)
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@dataclass
+class CacheCounts:
+    hits: int = 0
+    misses: int = 0
+
+    @property
+    def hit_ratio(self) -> float | None:
+        total = self.hits + self.misses
+        return self.hits / total if total else None
+
+
+class _Bounded:
+    """An LRU map with hit/miss counts; every access under one lock."""
+
+    def __init__(self, capacity: int) -> None:
+        self._map: LRUCache[Any, Any] | None = LRUCache(maxsize=capacity) if capacity > 0 else None
+        self._lock = threading.Lock()
+        self.counts = CacheCounts()
+
+    def lookup(self, keys: Iterable[K]) -> tuple[dict[K, Any], list[K]]:
+        """(found, missing), in the order of `keys`."""
+        keys = list(keys)
+        if self._map is None:
+            self.counts.misses += len(keys)
+            return {}, keys
+        found: dict[K, Any] = {}
+        missing: list[K] = []
+        with self._lock:
+            for k in keys:
+                value = self._map.get(k)
+                if value is None:
+                    missing.append(k)
+                else:
+                    found[k] = value
+            self.counts.hits += len(found)
+            self.counts.misses += len(missing)
+        return found, missing
+
+    def store(self, items: Mapping[K, V]) -> None:
+        if self._map is None or not items:
+            return
+        with self._lock:
+            for k, v in items.items():
+                self._map[k] = v
+
+
+class VersionCache:
+    """Immutable parts of record versions: ranker facts (without feedback counts) and a hint's columns."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._facts = _Bounded(capacity)
+        self._details = _Bounded(capacity)
+
+    def facts(self, keys: Iterable[FactsKey]) -> tuple[dict[FactsKey, RecordFacts], list[FactsKey]]:
+        return self._facts.lookup(keys)
+
+    def store_facts(self, items: Mapping[FactsKey, RecordFacts]) -> None:
+        self._facts.store(items)
+
+    def details(self, keys: Iterable[VersionKey]) -> tuple[dict[VersionKey, dict[str, Any]], list[VersionKey]]:
+        return self._details.lookup(keys)
+
+    def store_details(self, items: Mapping[VersionKey, dict[str, Any]]) -> None:
+        self._details.store(items)
+
+    def counts(self) -> dict[str, CacheCounts]:
+        return {"facts": self._facts.counts, "details": self._details.counts}
