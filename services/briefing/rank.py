@@ -143,28 +143,25 @@ def _saturate(mass: float, scale: float) -> float:
     return 1.0 - math.exp(-mass / scale) if mass > 0 else 0.0
 
 
-def _overlap(asked: frozenset[str], have: Iterable[str]) -> float:
-    return len(asked & set(have)) / len(asked) if asked else 0.0
+def _overlap(asked: frozenset[str], have: frozenset[str]) -> float:
+    return len(asked & have) / len(asked) if asked else 0.0
 
 
 def channels(q: RankQuery, row: RecordFacts, stats: CorpusStats, policy: RankPolicy,
              semantic: float | None = None, weights: TermWeights | None = None) -> dict[str, float]:
     """Each channel's strength in [0, 1] for this record."""
     weights = weights or TermWeights.of(q, stats)
-    structured = {
-        "alert": 1.0 if q.alert and q.alert == row.alert_name else 0.0,
-        "signal": _overlap(q.signals, row.signals),
-        "entity": _overlap(q.entities, row.entities.union(row.services)),
-        "service": 1.0 if q.services.intersection(row.services) else 0.0,
-    }
     sem = 0.0
     if semantic is not None and policy.semantic_ceiling > policy.semantic_floor:
         sem = min(max((semantic - policy.semantic_floor) / (policy.semantic_ceiling - policy.semantic_floor), 0.0), 1.0)
     return {
         "lexical": _saturate(_bm25_mass(weights.words, row, stats), policy.lexical_scale),
         "concept": _saturate(_bm25_mass(weights.concepts, row, stats), policy.concept_scale),
-        **structured,
-        "misleading": MISLEADING_STRENGTH if q.signals & row.misleading_signals else 0.0,
+        "alert": 1.0 if q.alert and q.alert == row.alert_name else 0.0,
+        "signal": _overlap(q.signals, row.signals),
+        "entity": _overlap(q.entities, row.entities.union(row.services)) if q.entities else 0.0,
+        "service": 1.0 if not q.services.isdisjoint(row.services) else 0.0,
+        "misleading": MISLEADING_STRENGTH if not q.signals.isdisjoint(row.misleading_signals) else 0.0,
         "semantic": sem,
     }
 

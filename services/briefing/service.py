@@ -172,7 +172,7 @@ class BriefingService:
         return WarningContext(
             now=now, stale_after_days=self.settings.stale_after_days,
             low_confidence_below=self.settings.low_confidence_below,
-            alert_categories={a: C.alert_categories(cur, a, project, now) for a in alerts},
+            alert_categories=C.alert_categories(cur, sorted(alerts), project, now),
             tenant_misleading=C.misleading_in_tenant(cur, sorted(q.signals)),
             inferred_categories=ranking.categories,
         )

@@ -7,6 +7,8 @@ The function that opens the transaction owns it: helpers receive a cursor and ne
 
 from __future__ import annotations
 
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,9 +32,31 @@ set_json_dumps(_dumps)
 set_json_loads(orjson.loads)
 
 
+class IdleCheck:
+    """The pool's check on checkout, for connections that sat idle: a round trip (an empty query) before
+    handing out a connection that was last returned more than `after` seconds ago, none for one that has just
+    served a transaction. Checking every checkout cost a round trip per transaction (two per HTTP briefing:
+    the key lookup and the briefing). A connection broken within that second by a PostgreSQL restart fails
+    its next transaction (503 at the API), is discarded by the pool, and the next checkout gets a new one."""
+
+    def __init__(self, after: float = 1.0) -> None:
+        self.after = after
+        self._returned: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
+
+    def returned(self, conn: psycopg.Connection[Any]) -> None:
+        """The pool's `reset` callback: the connection is back, idle and healthy (else the pool closed it)."""
+        self._returned[conn] = time.monotonic()
+
+    def check(self, conn: psycopg.Connection[Any]) -> None:
+        last = self._returned.get(conn)
+        if last is None or time.monotonic() - last > self.after:
+            ConnectionPool.check_connection(conn)
+
+
 class Database:
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, check_idle_after: float = 1.0) -> None:
         self.url = url
+        idle = IdleCheck(check_idle_after)
         self.pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
             url,
             min_size=min_size,
@@ -40,8 +64,9 @@ class Database:
             kwargs={"row_factory": dict_row, "autocommit": False},
             connection_class=psycopg.Connection[DictRow],
             open=False,
-            # a connection broken by a PostgreSQL restart is found and replaced before it is handed out
-            check=ConnectionPool.check_connection,
+            # a connection broken by a PostgreSQL restart while idle is found and replaced before it is handed out
+            check=idle.check,
+            reset=idle.returned,
             timeout=5.0,  # waiting for a connection: fail (503) rather than hang when the database is gone
             reconnect_timeout=0,  # keep trying to reconnect for as long as the database is away
         )

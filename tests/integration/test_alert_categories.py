@@ -1,0 +1,63 @@
+"""The alternative_root_causes warning's read (`retrieval.alert_categories`), against the real PostgreSQL.
+
+For every alert name of a briefing's hints: each name's categories among active records of the caller's
+tenant, with up to three example incidents; retracted records and other tenants count for nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from schemas.api import BriefingRequest
+from services.briefing import retrieval
+from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture()
+def svc(fresh_database: Callable[[], str]) -> Iterator[GovernedServices]:
+    services = GovernedServices(fresh_database())
+    yield services
+    services.close()
+
+
+def approve(svc: GovernedServices, tenant: str, category: str, service: str = "ledger-db") -> tuple[uuid.UUID, str]:
+    d = draft(category, service, signal="disk_usage_high", summary=f"ledger volume: {category}")
+    family = svc.review.approve(reviewer(tenant), seed_candidate(svc.db, tenant, d), note=None, edits=None).family_id
+    return family, d.source_incidents[0]
+
+
+def categories(svc: GovernedServices, tenant: str, names: list[str]) -> dict[str, dict[str, set[str]]]:
+    with svc.db.tenant_transaction(tenant) as cur:
+        return retrieval.alert_categories(cur, names, None, datetime.now(UTC))
+
+
+def test_every_alert_name_is_answered_only_from_active_records_of_the_tenant(
+        svc: GovernedServices) -> None:
+    tenant, other = f"ac-{uuid.uuid4().hex[:8]}", f"ac-o-{uuid.uuid4().hex[:8]}"
+    _, disk_a = approve(svc, tenant, "disk_full")
+    _, disk_b = approve(svc, tenant, "disk_full", "archive-db")  # another service: another family
+    _, wal = approve(svc, tenant, "wal_retention")
+    ghost, _ = approve(svc, tenant, "ghost_category")
+    svc.memory.retract(reviewer(tenant), ghost, "wrong")
+    approve(svc, other, "foreign_category")
+    assert categories(svc, tenant, ["Alert", "NoSuchAlert", "Alert"]) == {
+        "Alert": {"disk_full": {disk_a, disk_b}, "wal_retention": {wal}}, "NoSuchAlert": {}}
+    assert categories(svc, tenant, []) == {}
+
+
+def test_a_hint_names_the_alerts_other_root_causes(svc: GovernedServices) -> None:
+    tenant = f"ac-{uuid.uuid4().hex[:8]}"
+    approve(svc, tenant, "disk_full")
+    _, wal = approve(svc, tenant, "wal_retention")
+    answer = svc.briefing.brief(reviewer(tenant, "agent"), BriefingRequest(
+        text="ledger volume disk_full", alert={"name": "Alert"}, services=["ledger-db"], signals=["disk_usage_high"]))
+    top = answer.hints[0]
+    assert top.root_cause_category == "disk_full"
+    [warning] = [w for w in top.warnings if w.code == "alternative_root_causes"]
+    assert f"wal_retention ({wal})" in warning.message
