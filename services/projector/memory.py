@@ -10,7 +10,7 @@ a database; nothing in production uses it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +48,8 @@ class InMemoryProjectionStore:
             raise PermissionError("a row of another tenant")
         return self.tenant
 
-    def record_events(self, items: list[tuple[LedgerRecord, int, int]]) -> set[Any]:
+    def record_events(self, items: list[tuple[LedgerRecord, int, int]],
+                      envelopes: Sequence[bytes] | None = None) -> set[Any]:
         return {rec.event_id for rec, p, o in items if self.record_event(rec, p, o)}
 
     def record_event(self, rec: LedgerRecord, partition: int, offset: int) -> bool:

@@ -78,18 +78,19 @@ class Decoded:
     rec: Any
     event: LedgerRecord
     payload: Payload
+    envelope: bytes  # the canonical envelope JSON the content_hash was checked against
 
 
-def verify_hash(value: bytes) -> dict[str, Any]:
-    """The record's JSON, after checking that its `content_hash` is the SHA-256 of its canonical envelope
-    (the record minus `recorded_at` and `content_hash`), computed from the bytes as stored."""
+def verify_hash(value: bytes) -> tuple[dict[str, Any], bytes]:
+    """The record's JSON and its canonical envelope (the record minus `recorded_at` and `content_hash`),
+    after checking that `content_hash` is the SHA-256 of that envelope, computed from the bytes as stored."""
     raw = orjson.loads(value)
     if not isinstance(raw, dict):
         raise ValueError("a ledger record is a JSON object")
-    envelope = {k: v for k, v in raw.items() if k not in ("recorded_at", "content_hash")}
-    if hashlib.sha256(canonical_json(envelope)).hexdigest() != raw.get("content_hash"):
+    envelope = canonical_json({k: v for k, v in raw.items() if k not in ("recorded_at", "content_hash")})
+    if hashlib.sha256(envelope).hexdigest() != raw.get("content_hash"):
         raise ValueError("content_hash does not match the envelope")
-    return raw
+    return raw, envelope
 
 
 @dataclass
@@ -233,8 +234,9 @@ class ProjectorRunner:
         decoded = []
         for rec in records:
             try:
-                event = LedgerRecord.model_validate(verify_hash(rec.value))
-                decoded.append(Decoded(rec, event, event.typed_payload()))
+                raw, envelope = verify_hash(rec.value)
+                event = LedgerRecord.model_validate(raw)
+                decoded.append(Decoded(rec, event, event.typed_payload(), envelope))
             except (ValidationError, ValueError) as exc:
                 dead.append(DeadLetter(rec.partition, rec.offset, f"undecodable: {exc}"[:2000],
                                        bytes(rec.value or b"")))
@@ -248,7 +250,8 @@ class ProjectorRunner:
         for tenant, items in by_tenant.items():
             tx.set_tenant(tenant)
             with M.stage("record_events"):
-                new_ids = tx.record_events([(d.event, d.rec.partition, d.rec.offset) for d in items])
+                new_ids = tx.record_events([(d.event, d.rec.partition, d.rec.offset) for d in items],
+                                           [d.envelope for d in items])
             fresh: list[Decoded] = []
             seen: set[Any] = set()
             for d in items:

@@ -15,6 +15,7 @@ from services.common.db import Database
 from services.common.settings import Settings
 from services.projector import policy
 from services.projector.memory import InMemoryProjectionStorage
+from services.projector.runner import verify_hash
 from services.projector.store import PostgresProjectionStorage, ProjectionStorage
 from tests.factories import raw_event, record, resolved_incident
 
@@ -158,5 +159,31 @@ def test_postgres_refuses_an_event_of_another_tenant(settings: Settings) -> None
         with pytest.raises(PermissionError), InMemoryProjectionStorage().transaction() as mem:
             mem.set_tenant("tenant-b")
             mem.record_event(ev, 0, 0)
+    finally:
+        db.close()
+
+
+def test_the_verified_envelope_is_stored_as_the_model_would_be(settings: Settings) -> None:
+    """The runner stores the envelope bytes its hash check verified instead of serializing the model again:
+    every column must come out as the record's model says, on both paths."""
+    db = Database(settings.database_url, max_size=1)
+    db.open()
+    try:
+        for use_envelopes in (False, True):
+            tenant = f"t-{uuid.uuid4().hex[:8]}"
+            evs = events(tenant)
+            with PostgresProjectionStorage(db).transaction() as tx:
+                tx.set_tenant(tenant)
+                envelopes = [verify_hash(e.to_json())[1] for e in evs] if use_envelopes else None
+                assert tx.record_events([(e, 0, i) for i, e in enumerate(evs)], envelopes) == {e.event_id for e in evs}
+            with db.tenant_transaction(tenant) as cur:
+                cur.execute("SELECT event_id, type, tenant, project, incident_id, occurred_at, writer, trust, payload,"
+                            " recorded_at, content_hash FROM ledger_events")
+                stored = {r["event_id"]: r for r in cur.fetchall()}
+            assert stored == {e.event_id: {
+                "event_id": e.event_id, "type": e.type.value, "tenant": e.tenant, "project": e.project,
+                "incident_id": e.incident_id, "occurred_at": e.occurred_at, "writer": e.writer.model_dump(mode="json"),
+                "trust": e.trust.value, "payload": e.payload, "recorded_at": e.recorded_at,
+                "content_hash": e.content_hash} for e in evs}
     finally:
         db.close()
