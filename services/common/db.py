@@ -34,17 +34,19 @@ set_json_loads(orjson.loads)
 
 class IdleCheck:
     """The pool's check on checkout, for connections that sat idle: a round trip (an empty query) before
-    handing out a connection that was last returned more than `after` seconds ago, none for one that has just
-    served a transaction. Checking every checkout cost a round trip per transaction (two per HTTP briefing:
-    the key lookup and the briefing). A connection broken within that second by a PostgreSQL restart fails
-    its next transaction (503 at the API), is discarded by the pool, and the next checkout gets a new one."""
+    handing out a connection whose last transaction ended more than `after` seconds ago, none for one that has
+    just served one. Checking every checkout cost a round trip per transaction (two per HTTP briefing: the key
+    lookup and the briefing). A connection broken within that second by a PostgreSQL restart fails its next
+    transaction (503 at the API), is discarded by the pool, and the next checkout gets a new one."""
 
     def __init__(self, after: float = 1.0) -> None:
         self.after = after
         self._returned: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
 
-    def returned(self, conn: psycopg.Connection[Any]) -> None:
-        """The pool's `reset` callback: the connection is back, idle and healthy (else the pool closed it)."""
+    def used(self, conn: psycopg.Connection[Any]) -> None:
+        """`conn` has just finished a transaction without error. (Not the pool's `reset` callback: with one set,
+        psycopg_pool returns every connection through a worker thread, a hop per transaction, and a connection
+        still queued for return when the pool closes is never closed.)"""
         self._returned[conn] = time.monotonic()
 
     def check(self, conn: psycopg.Connection[Any]) -> None:
@@ -56,7 +58,7 @@ class IdleCheck:
 class Database:
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, check_idle_after: float = 1.0) -> None:
         self.url = url
-        idle = IdleCheck(check_idle_after)
+        self._idle = idle = IdleCheck(check_idle_after)
         self.pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
             url,
             min_size=min_size,
@@ -66,7 +68,6 @@ class Database:
             open=False,
             # a connection broken by a PostgreSQL restart while idle is found and replaced before it is handed out
             check=idle.check,
-            reset=idle.returned,
             timeout=5.0,  # waiting for a connection: fail (503) rather than hang when the database is gone
             reconnect_timeout=0,  # keep trying to reconnect for as long as the database is away
         )
@@ -80,8 +81,10 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[Cursor]:
         """A transaction without tenant scope (system tables only)."""
-        with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            yield cur
+        with self.pool.connection() as conn:
+            with conn.transaction(), conn.cursor() as cur:
+                yield cur
+            self._idle.used(conn)
 
     @contextmanager
     def tenant_transaction(self, tenant: str) -> Iterator[Cursor]:
