@@ -7,7 +7,6 @@ tenant, with up to three example incidents; retracted records and other tenants 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -17,13 +16,6 @@ from services.briefing import retrieval
 from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture()
-def svc(fresh_database: Callable[[], str]) -> Iterator[GovernedServices]:
-    services = GovernedServices(fresh_database())
-    yield services
-    services.close()
 
 
 def approve(svc: GovernedServices, tenant: str, category: str, service: str = "ledger-db") -> tuple[uuid.UUID, str]:

@@ -4,7 +4,6 @@ re-checks its basis under leases; a consolidation keeps every source incident an
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,13 +15,6 @@ from services.common.errors import Conflict
 from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def svc(fresh_database: Callable[[], str]) -> Iterator[GovernedServices]:
-    s = GovernedServices(fresh_database())
-    yield s
-    s.close()
 
 
 def learn(svc: GovernedServices, who: Principal, service: str, category: str = "db_connection_pool") -> uuid.UUID:

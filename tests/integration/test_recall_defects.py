@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -19,13 +18,6 @@ from schemas.memory import CandidateDraft
 from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture()
-def svc(fresh_database: Callable[[], str]) -> Iterator[GovernedServices]:
-    services = GovernedServices(fresh_database())
-    yield services
-    services.close()
 
 
 def learn(svc: GovernedServices, tenant: str, d: CandidateDraft) -> str:

@@ -9,7 +9,6 @@ briefing's text branch reaching across tenants.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
@@ -21,13 +20,6 @@ from tests.integration.governed import GovernedServices, draft, reviewer, seed_c
 pytestmark = pytest.mark.integration
 
 ODD_LEXEMES = ["it's", "back\\slash", "two words", "concept:db_pool_exhausted", "a|b&c", "引号'里", "''"]
-
-
-@pytest.fixture()
-def svc(fresh_database: Callable[[], str]) -> Iterator[GovernedServices]:
-    services = GovernedServices(fresh_database())
-    yield services
-    services.close()
 
 
 @pytest.mark.parametrize("lexeme", ODD_LEXEMES)

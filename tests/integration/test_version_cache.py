@@ -8,7 +8,6 @@ again (its xmin is part of the key).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -27,13 +26,6 @@ pytestmark = pytest.mark.integration
 
 QUESTION = BriefingRequest(text="ledger volume filled with WAL segments", services=["ledger-db"],
                            signals=["disk_usage_high"])
-
-
-@pytest.fixture()
-def svc(fresh_database: Callable[[], str]) -> Iterator[GovernedServices]:
-    services = GovernedServices(fresh_database())
-    yield services
-    services.close()
 
 
 @pytest.fixture()
