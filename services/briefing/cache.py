@@ -37,11 +37,6 @@ class CacheCounts:
     hits: int = 0
     misses: int = 0
 
-    @property
-    def hit_ratio(self) -> float | None:
-        total = self.hits + self.misses
-        return self.hits / total if total else None
-
 
 class _Bounded:
     """An LRU map with hit/miss counts; every access under one lock."""
