@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
 from schemas.guard import Guarded
 from schemas.ledger import BoundedTime, ShortText, TenantName
@@ -133,14 +134,30 @@ class BriefingResponse(BaseModel):
     rendered: str = ""
     token_estimate: int = 0
     token_estimate_json: int = 0
+    _wire: dict[str, Any] | None = PrivateAttr(default=None)
 
     def wire(self) -> dict[str, Any]:
-        """The JSON sent to the agent: `explain` only when it was asked for."""
-        body = self.model_dump(mode="json")
-        for hint in body["hints"]:
-            if hint.get("explain") is None:
-                hint.pop("explain", None)
-        return body
+        """The JSON sent to the agent: `explain` only when it was asked for. Built once (the briefing
+        stores it, estimates its tokens and sends it); setting a field builds it again. Do not mutate it."""
+        if self._wire is None:
+            body = self.model_dump(mode="json")
+            for hint in body["hints"]:
+                if hint.get("explain") is None:
+                    hint.pop("explain", None)
+            self._wire = body
+        return self._wire
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if not name.startswith("_"):
+            self._wire = None
+
+    def count_wire_tokens(self, count: Callable[[dict[str, Any]], int]) -> None:
+        """`token_estimate_json` := `count` of the wire body (taken while the field is 0), the body built once."""
+        body = self.wire()
+        self.token_estimate_json = count(body)
+        body["token_estimate_json"] = self.token_estimate_json
+        self._wire = body
 
 
 class VerifyRequest(_Req):

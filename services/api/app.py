@@ -60,7 +60,8 @@ def build_services(settings: Settings) -> Services:
     briefing = BriefingService(db, settings, gateway, semantic)
     review = ReviewService(db, memory)
     return Services(
-        settings=settings, db=db, keys=ApiKeyService(db, settings.admin_token), gateway=gateway,
+        settings=settings, db=db, keys=ApiKeyService(db, settings.admin_token, settings.auth_cache_seconds),
+        gateway=gateway,
         memory=memory, review=review, briefing=briefing,
         episodes=EpisodeQueries(db),
         verification=VerificationService(db, gateway, build_verifier(settings)),

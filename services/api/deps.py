@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
+from starlette.concurrency import run_in_threadpool
 
 from services.common import logs
 from services.common.auth import Principal
@@ -21,11 +22,16 @@ async def services(request: Request) -> Services:
     return container(request)
 
 
-def principal(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:
+async def principal(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:
+    """The caller, from the key alone. Async: a key that authenticated recently (or the bootstrap token) is
+    answered in the event loop; only a database lookup goes to a worker thread."""
     token = None
     if authorization and authorization.lower().startswith("bearer "):
         token = authorization[7:].strip()
-    caller = container(request).keys.authenticate(token)
+    keys = container(request).keys
+    caller = keys.known(token)
+    if caller is None:
+        caller = await run_in_threadpool(keys.authenticate, token)
     logs.bind(tenant=caller.tenant)
     return caller
 

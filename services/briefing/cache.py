@@ -5,8 +5,9 @@ and the briefing never takes that from here: its SQL filters on state, the valid
 current pointer on every call, and reads the feedback counts fresh. Everything else the ranker matches on
 (`RecordFacts`) and a hint shows (the detail columns) is fixed at write time, so reading it again for every
 briefing only moves the same bytes. The lexemes and document length come from `version_search`, which a
-lexical reindex rewrites (same analyzer name, new alias file): their entries are keyed by that row's `xmin`
-as well, so a rewritten search row is a miss, never a stale hit.
+lexical reindex rewrites (same analyzer name, new alias file): their entries are keyed by the generation of
+the tenant's index as well (`CorpusStats.generation`, which every index write changes), so after a reindex
+or any newly indexed version every entry of that tenant is a miss, never a stale hit.
 
 Tenant safety: the cache answers only "what does this version say", never "which versions": a key is looked
 up after the database returned it to the caller's tenant under RLS in the same transaction. One cache per
@@ -27,7 +28,7 @@ from cachetools import LRUCache
 from services.briefing.facts import RecordFacts
 
 VersionKey = tuple[UUID, int]  # (family id, version)
-FactsKey = tuple[UUID, int, int | None]  # (family id, version, xmin of its version_search row; None: not indexed)
+FactsKey = tuple[UUID, int, int | None]  # (family id, version, generation of the tenant's index)
 K = TypeVar("K")
 V = TypeVar("V")
 

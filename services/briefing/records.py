@@ -12,7 +12,6 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from services.common.db import Cursor
-from services.memory import records as R
 
 
 @dataclass(frozen=True)
@@ -30,17 +29,26 @@ class StoredBriefing:
     created_at: datetime
 
 
+_INSERT = """
+WITH briefing AS (
+  INSERT INTO briefings (tenant, briefing_id, project, requested_by, request, cited, response)
+  VALUES (%(tenant)s, %(id)s, %(project)s, %(by)s, %(request)s, %(cited)s, %(response)s)
+  RETURNING briefing_id::text AS src_id)
+INSERT INTO lineage_edges (tenant, src_kind, src_id, relation, dst_kind, dst_id)
+SELECT %(tenant)s, 'briefing', b.src_id, 'cited', 'version', v FROM briefing b, unnest(%(versions)s::text[]) v
+ON CONFLICT DO NOTHING
+"""
+
+
 def insert(cur: Cursor, *, tenant: str, briefing_id: UUID, project: str | None, requested_by: UUID | None,
            request: dict[str, Any], cited: list[Cited], response: dict[str, Any]) -> None:
-    """The briefing row and a `cited` lineage edge per hint."""
-    cur.execute(
-        """INSERT INTO briefings (tenant, briefing_id, project, requested_by, request, cited, response)
-           VALUES (%s, %s, %s, %s, %s, %s, %s)""",
-        (tenant, briefing_id, project, requested_by, Jsonb(request),
-         Jsonb([{"family_id": c.family_id, "version": c.version} for c in cited]), Jsonb(response)),
-    )
-    R.add_edges(cur, tenant, [(("briefing", str(briefing_id)), "cited", ("version", f"{c.family_id}:{c.version}"))
-                              for c in cited])
+    """The briefing row and a `cited` lineage edge per hint (`version` nodes, as `memory.records` writes
+    them), in one statement."""
+    cur.execute(_INSERT, {
+        "tenant": tenant, "id": briefing_id, "project": project, "by": requested_by, "request": Jsonb(request),
+        "cited": Jsonb([{"family_id": c.family_id, "version": c.version} for c in cited]),
+        "response": Jsonb(response), "versions": [f"{c.family_id}:{c.version}" for c in cited],
+    })
 
 
 def get(cur: Cursor, briefing_id: UUID) -> StoredBriefing | None:

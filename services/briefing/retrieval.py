@@ -25,30 +25,22 @@ BRANCH_LIMIT = 30
 TEXT_MATCH_CAP = 200  # full-text matches ranked per request, before any of their versions is read
 
 # Candidate ids come from the SECURITY DEFINER function of migration 0005 (index-driven branches scoped to
-# the transaction's tenant; see there for why); the rows themselves are checked here, under RLS: the version
-# inside its validity window and the family's current, active one. This read returns keys and the feedback
-# counts only; what a version says is immutable and comes from the `VersionCache`, or from `_FACTS` for the
-# versions it does not hold yet.
+# the transaction's tenant, each version inside its validity window: migration 0019; see there for why); the
+# family is checked here, under RLS: the version is its current one and the family is active. This read returns
+# keys and the feedback counts only; what a version says is immutable and comes from the `VersionCache`, or
+# from `_FACTS` (under RLS) for the versions it does not hold yet.
 _PICK = """
-WITH picked AS (
-  SELECT * FROM opslore_briefing_candidates(%(services)s, %(signals)s, %(alert)s,
-                                            %(lexemes)s::text[],
-                                            %(project)s, %(limit)s, %(text_cap)s))
-SELECT v.family_id, v.version, s.xmin::text::bigint AS search_row,
-       coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted
-FROM picked p
-JOIN memory_versions v ON v.family_id = p.family_id AND v.version = p.version
-LEFT JOIN version_search s ON s.family_id = v.family_id AND s.version = v.version
+SELECT p.family_id, p.version, coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted
+FROM opslore_briefing_candidates(%(services)s, %(signals)s, %(alert)s, %(lexemes)s::text[],
+                                 %(project)s, %(limit)s, %(text_cap)s, %(now)s) p
 JOIN LATERAL (SELECT 1 FROM memory_families f  -- per picked row, by primary key: never a scan of the families
-              WHERE f.family_id = v.family_id AND f.current_version = v.version AND f.state = 'active'
+              WHERE f.family_id = p.family_id AND f.current_version = p.version AND f.state = 'active'
               LIMIT 1) f ON true
-LEFT JOIN family_feedback fb ON fb.family_id = v.family_id
-WHERE v.valid_from <= %(now)s AND (v.valid_until IS NULL OR v.valid_until > %(now)s)
+LEFT JOIN family_feedback fb ON fb.family_id = p.family_id
 """
 
 _FACTS = """
-SELECT v.family_id, v.version, s.xmin::text::bigint AS search_row,
-       v.memory_type, v.alert_name, v.services, v.signals, v.entities,
+SELECT v.family_id, v.version, v.memory_type, v.alert_name, v.services, v.signals, v.entities,
        v.confidence, v.environment, v.cluster, v.version_range, v.topology_fingerprint,
        v.applicability_restricted, v.last_verified_at, v.observed_at, v.root_cause_category,
        v.misleading_signals, s.doc_length, s.lexemes,
@@ -63,13 +55,14 @@ def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], proje
                      now: datetime, stats: CorpusStats, cache: VersionCache) -> list[RecordFacts]:
     """Bounded, index-driven branches (same service; same signals under the same alert; a requested
     signal marked misleading; full text over the selective lexemes), unioned and checked under RLS, then
-    each version's facts with its lexemes (the ranker's BM25 intersects them with the question's)."""
+    each version's facts with its lexemes (the ranker's BM25 intersects them with the question's), cached
+    under the tenant's index generation (`CorpusStats.generation`: a reindex reads them again)."""
     cur.execute(_PICK, {
         "lexemes": selective(stats, tokens), "now": now, "project": project,
         "alert": req.alert.name if req.alert else None, "services": req.services,
         "signals": req.signals, "limit": BRANCH_LIMIT, "text_cap": TEXT_MATCH_CAP,
     })
-    picked = [((r["family_id"], r["version"], r["search_row"]), r) for r in cur.fetchall()]
+    picked = [((r["family_id"], r["version"], stats.generation), r) for r in cur.fetchall()]
     known, missing = cache.facts(key for key, _ in picked)
     if missing:
         known.update(_read_facts(cur, missing))
@@ -78,9 +71,10 @@ def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], proje
 
 
 def _read_facts(cur: Cursor, keys: list[FactsKey]) -> dict[FactsKey, RecordFacts]:
-    """By primary key; each keyed by the search row it was read with (a reindex in between is a new key)."""
+    """By primary key, under RLS; each under the generation it was asked for."""
     cur.execute(_FACTS, ([k[0] for k in keys], [k[1] for k in keys]))
-    return {(r["family_id"], r["version"], r["search_row"]): RecordFacts.of(r) for r in cur.fetchall()}
+    read = {(r["family_id"], r["version"]): RecordFacts.of(r) for r in cur.fetchall()}
+    return {k: read[k[0], k[1]] for k in keys if (k[0], k[1]) in read}
 
 
 def _with_feedback(facts: RecordFacts, row: Row) -> RecordFacts:

@@ -106,7 +106,7 @@ class BriefingService:
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")
         now = now or datetime.now(UTC)
-        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+        with self.db.tenant_transaction(principal.scoped_tenant, self.settings.briefing_durable_commit) as cur:
             response = self._answer(cur, principal, req, now)
             self._record(cur, principal, req, response)
         logs.bind(briefing_id=str(response.briefing_id), incident_id=req.incident_id)
@@ -131,7 +131,7 @@ class BriefingService:
                  for i, s in enumerate(ranking.hints)]
         response = BriefingResponse(briefing_id=uuid.uuid4(), hints=hints, degraded=degraded, rendered=render(hints))
         response.token_estimate = token_estimate(response.rendered)
-        response.token_estimate_json = token_estimate(response.wire())
+        response.count_wire_tokens(token_estimate)
         return response
 
     def get(self, principal: Principal, briefing_id: uuid.UUID) -> dict[str, Any]:

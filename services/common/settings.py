@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     # API
     admin_token: str = Field("", repr=False, json_schema_extra=SECRET,
                              description="bootstrap token; may only create API keys")
+    auth_cache_seconds: float = Field(5.0, ge=0, description="how long an API process trusts a key that "
+                                      "authenticated before asking the database again (a key revoked in the "
+                                      "database stops working within this time; 0: ask on every request)")
     api_host: str = Field("127.0.0.1", description="address the API binds")
     api_port: int = Field(9001, description="port the API binds")
     api_workers: int = Field(1, description="API processes (uvicorn workers), one connection pool each")
@@ -68,6 +71,9 @@ class Settings(BaseSettings):
     governance_metrics_port: int = Field(9102, description="port of the governance worker's /metrics (0: off)")
     # briefing
     briefing_min_score: float = Field(0.5, description="abstain below this relevance")
+    briefing_durable_commit: bool = Field(False, description="wait for the WAL flush when a briefing's record "
+                                          "(its row and lineage edges) commits; off: a database crash can lose the "
+                                          "records of the last ~0.6 s of briefings, never half of one")
     briefing_cache_versions: int = Field(20000, ge=0, description="record versions whose immutable facts and "
                                          "shown columns each API process keeps between briefings (0: off)")
     stale_after_days: int = Field(90, description="hints not verified for longer warn `stale`; governance "

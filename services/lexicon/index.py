@@ -99,6 +99,7 @@ class CorpusStats:
     docs: int
     avg_length: float
     df: dict[str, int]
+    generation: int | None = None  # changes whenever the tenant's index is written (see `corpus_stats`)
 
     def idf(self, lexeme: str) -> float:
         """Okapi idf, floored at 0; a lexeme no indexed version has scores nothing."""
@@ -112,8 +113,11 @@ EMPTY = CorpusStats(docs=0, avg_length=1.0, df={})
 
 
 def corpus_stats(cur: Cursor, lexemes: Sequence[str]) -> CorpusStats:
-    """The tenant's document count, mean length and the document frequency of `lexemes` (one query)."""
-    cur.execute("""SELECT c.docs, c.total_length,
+    """The tenant's document count, mean length and the document frequency of `lexemes` (one query), and
+    the index's generation: the transaction id that last wrote the tenant's `search_corpus` row, which every
+    `write` that indexes a version and every `clear` replaces, so a version's indexed lexemes stay the same
+    for as long as the generation does."""
+    cur.execute("""SELECT c.docs, c.total_length, c.xmin::text::bigint AS generation,
                           (SELECT coalesce(jsonb_object_agg(s.lexeme, s.df), '{}') FROM lexeme_stats s
                             WHERE s.lexeme = ANY(%s)) AS df
                      FROM search_corpus c""", (list(lexemes),))
@@ -122,7 +126,7 @@ def corpus_stats(cur: Cursor, lexemes: Sequence[str]) -> CorpusStats:
         return EMPTY
     docs = int(row["docs"])
     return CorpusStats(docs=docs, avg_length=max(float(row["total_length"]) / docs, 1.0),
-                       df={k: int(v) for k, v in row["df"].items()})
+                       df={k: int(v) for k, v in row["df"].items()}, generation=int(row["generation"]))
 
 
 def selective(stats: CorpusStats, lexemes: Sequence[str], max_share: float = 0.05, floor: int = 50,

@@ -63,7 +63,7 @@ def test_the_text_branch_finds_only_the_callers_tenant(svc: GovernedServices) ->
                                               note=None, edits=None).family_id)
     with svc.db.tenant_transaction(a) as cur:
         cur.execute("SELECT family_id::text AS f FROM opslore_briefing_candidates("
-                    "'{}', '{}', NULL, %s, NULL, 30, 200)", (analyze("quuxfrobnication"),))
+                    "'{}', '{}', NULL, %s, NULL, 30, 200, now())", (analyze("quuxfrobnication"),))
         assert [r["f"] for r in cur.fetchall()] == [fams[a]]
     answer = svc.briefing.brief(reviewer(a), BriefingRequest(text="render pods throttled by quuxfrobnication"))
     assert [str(h.family_id) for h in answer.hints] == [fams[a]]
@@ -75,5 +75,5 @@ def test_the_candidate_function_answers_nothing_without_a_tenant(svc: GovernedSe
     svc.review.approve(reviewer(tenant), seed_candidate(svc.db, tenant, d), note=None, edits=None)
     with psycopg.connect(svc.db.url) as conn:
         rows = conn.execute("SELECT * FROM opslore_briefing_candidates('{render}', '{cpu_throttled}', NULL,"
-                            " %s, NULL, 30, 200)", (analyze("quuxfrobnication"),)).fetchall()
+                            " %s, NULL, 30, 200, now())", (analyze("quuxfrobnication"),)).fetchall()
     assert rows == []
