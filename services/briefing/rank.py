@@ -38,6 +38,7 @@ K1, B = 1.2, 0.75
 GENERIC_WEIGHT = 0.25
 STRUCTURED = {"alert": 0.45, "signal": 0.6, "entity": 0.3, "service": 0.2}
 MISLEADING_STRENGTH = 0.5
+_WEIGHT = {**STRUCTURED, "lexical": 1.0, "concept": 1.0, "misleading": 1.0, "semantic": 1.0}
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,11 @@ class RankQuery:
     @cached_property
     def words(self) -> frozenset[str]:
         return self.tokens - self.concepts
+
+    @cached_property
+    def scoped(self) -> bool:
+        """The question names an environment, cluster, version or topology."""
+        return bool(self.environment or self.cluster or self.version or self.topology)
 
 
 @dataclass(frozen=True)
@@ -116,13 +122,16 @@ def _weight(t: str, stats: CorpusStats) -> float:
     return w * GENERIC_WEIGHT if t in GENERIC_TERMS else w
 
 
+def _bm25_norm(row: RecordFacts, stats: CorpusStats) -> float:
+    return (K1 + 1) / (1 + K1 * (1 - B + B * float(row.doc_length) / stats.avg_length))
+
+
 def _bm25_mass(weights: dict[str, float], row: RecordFacts, stats: CorpusStats) -> float:
-    matched = [w for t, w in weights.items() if t in row.lexemes]
-    if not matched:
-        return 0.0
-    length = float(row.doc_length)
-    norm = (K1 + 1) / (1 + K1 * (1 - B + B * length / stats.avg_length))
-    return sum(matched) * norm
+    lexemes, mass, matched = row.lexemes, 0.0, False
+    for t, w in weights.items():
+        if t in lexemes:
+            mass, matched = mass + w, True
+    return mass * _bm25_norm(row, stats) if matched else 0.0
 
 
 @dataclass(frozen=True)
@@ -139,27 +148,20 @@ class TermWeights:
         return cls({t: _weight(t, stats) for t in q.words}, {t: _weight(t, stats) for t in q.concepts})
 
 
-def _saturate(mass: float, scale: float) -> float:
-    return 1.0 - math.exp(-mass / scale) if mass > 0 else 0.0
-
-
-def _overlap(asked: frozenset[str], have: frozenset[str]) -> float:
-    return len(asked & have) / len(asked) if asked else 0.0
-
-
 def channels(q: RankQuery, row: RecordFacts, stats: CorpusStats, policy: RankPolicy,
              semantic: float | None = None, weights: TermWeights | None = None) -> dict[str, float]:
-    """Each channel's strength in [0, 1] for this record."""
+    """Each channel's strength in [0, 1] for this record (the ranker's inner loop: ~70 rows per briefing)."""
     weights = weights or TermWeights.of(q, stats)
     sem = 0.0
     if semantic is not None and policy.semantic_ceiling > policy.semantic_floor:
         sem = min(max((semantic - policy.semantic_floor) / (policy.semantic_ceiling - policy.semantic_floor), 0.0), 1.0)
+    words, concepts = _bm25_mass(weights.words, row, stats), _bm25_mass(weights.concepts, row, stats)
     return {
-        "lexical": _saturate(_bm25_mass(weights.words, row, stats), policy.lexical_scale),
-        "concept": _saturate(_bm25_mass(weights.concepts, row, stats), policy.concept_scale),
+        "lexical": 1.0 - math.exp(-words / policy.lexical_scale) if words > 0 else 0.0,
+        "concept": 1.0 - math.exp(-concepts / policy.concept_scale) if concepts > 0 else 0.0,
         "alert": 1.0 if q.alert and q.alert == row.alert_name else 0.0,
-        "signal": _overlap(q.signals, row.signals),
-        "entity": _overlap(q.entities, row.entities.union(row.services)) if q.entities else 0.0,
+        "signal": len(q.signals & row.signals) / len(q.signals) if q.signals else 0.0,
+        "entity": len(q.entities & row.entities.union(row.services)) / len(q.entities) if q.entities else 0.0,
         "service": 1.0 if not q.services.isdisjoint(row.services) else 0.0,
         "misleading": MISLEADING_STRENGTH if not q.signals.isdisjoint(row.misleading_signals) else 0.0,
         "semantic": sem,
@@ -167,10 +169,11 @@ def channels(q: RankQuery, row: RecordFacts, stats: CorpusStats, policy: RankPol
 
 
 def fuse(parts: dict[str, float]) -> float:
-    """Noisy-OR of the channels; structured ones enter with their weights."""
+    """Noisy-OR of the channels; structured ones enter with their weights (a channel at 0 multiplies by 1)."""
     miss = 1.0
     for name, strength in parts.items():
-        miss *= 1.0 - STRUCTURED.get(name, 1.0) * strength
+        if strength:
+            miss *= 1.0 - _WEIGHT.get(name, 1.0) * strength
     return 1.0 - miss
 
 
@@ -202,6 +205,8 @@ def _scope_pairs(q: RankQuery, row: RecordFacts) -> tuple[tuple[str | None, str 
 
 
 def environment_fit(q: RankQuery, row: RecordFacts) -> float:
+    if not q.scoped:
+        return 1.0
     pairs = _scope_pairs(q, row)
     mismatches = sum(1 for asked, have in pairs if asked and have and asked != have)
     return 0.85 ** mismatches

@@ -44,16 +44,16 @@ from services.lexicon import index as lexical
 from services.lexicon.analyzer import analyze
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
-_WORD = re.compile(r"[A-Za-z0-9_]+")
+_WORD = re.compile(rb"[A-Za-z0-9_]+")  # over UTF-8 bytes: a non-ASCII byte is never part of a word
 log = logging.getLogger("opslore.briefing")
 
 
 def token_estimate(payload: Any) -> int:
     """Rough LLM token count: one per CJK character, ~1.3 per other word, plus JSON punctuation."""
-    text = payload if isinstance(payload, str) else orjson.dumps(payload).decode()
-    cjk = len(_CJK.findall(text))
-    words = len(_WORD.findall(text))  # a word never spans a CJK character, which is not in its class
-    return math.ceil(cjk + words * 1.3 + text.count('"') / 4)
+    raw = payload.encode() if isinstance(payload, str) else orjson.dumps(payload)
+    cjk = 0 if raw.isascii() else len(_CJK.findall(raw.decode()))
+    words = len(_WORD.findall(raw))  # a word never spans a CJK character, which is not in its class
+    return math.ceil(cjk + words * 1.3 + raw.count(b'"') / 4)
 
 
 def query_text(req: BriefingRequest) -> str:
