@@ -23,6 +23,7 @@ from services.lexicon.index import CorpusStats, selective
 # reaches 30, so its figures cannot move.
 BRANCH_LIMIT = 30
 TEXT_MATCH_CAP = 200  # full-text matches ranked per request, before any of their versions is read
+TEXT_MATCH_BUDGET = 2 * TEXT_MATCH_CAP  # postings the text branch's match reads, as document frequencies add up
 
 # Candidate ids come from the SECURITY DEFINER function of migration 0005 (index-driven branches scoped to
 # the transaction's tenant, each version inside its validity window: migration 0019; see there for why); the
@@ -31,8 +32,8 @@ TEXT_MATCH_CAP = 200  # full-text matches ranked per request, before any of thei
 # from `_FACTS` (under RLS) for the versions it does not hold yet.
 _PICK = """
 SELECT p.family_id, p.version, coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted
-FROM opslore_briefing_candidates(%(services)s, %(signals)s, %(alert)s, %(lexemes)s::text[],
-                                 %(project)s, %(limit)s, %(text_cap)s, %(now)s) p
+FROM opslore_briefing_candidates(%(services)s, %(signals)s, %(alert)s, %(match)s::text[],
+                                 %(project)s, %(limit)s, %(text_cap)s, %(now)s, %(lexemes)s::text[]) p
 JOIN LATERAL (SELECT 1 FROM memory_families f  -- per picked row, by primary key: never a scan of the families
               WHERE f.family_id = p.family_id AND f.current_version = p.version AND f.state = 'active'
               LIMIT 1) f ON true
@@ -57,8 +58,9 @@ def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], proje
     signal marked misleading; full text over the selective lexemes), unioned and checked under RLS, then
     each version's facts with its lexemes (the ranker's BM25 intersects them with the question's), cached
     under the tenant's index generation (`CorpusStats.generation`: a reindex reads them again)."""
+    lexemes = selective(stats, tokens)
     cur.execute(_PICK, {
-        "lexemes": selective(stats, tokens), "now": now, "project": project,
+        "match": text_match_lexemes(stats, lexemes), "lexemes": lexemes, "now": now, "project": project,
         "alert": req.alert.name if req.alert else None, "services": req.services,
         "signals": req.signals, "limit": BRANCH_LIMIT, "text_cap": TEXT_MATCH_CAP,
     })
@@ -68,6 +70,21 @@ def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], proje
         known.update(_read_facts(cur, missing))
         cache.store_facts({k: known[k] for k in missing if k in known})
     return [_with_feedback(known[key], row) for key, row in picked if key in known]
+
+
+def text_match_lexemes(stats: CorpusStats, lexemes: list[str], budget: int = TEXT_MATCH_BUDGET) -> list[str]:
+    """The rarest of `lexemes` (given rarest first) whose document frequencies together reach `budget`: the
+    text branch matches on these and ranks its matches on all of `lexemes` (migration 0020). It ranks at most
+    TEXT_MATCH_CAP matches, so a commoner lexeme's postings would only crowd out versions with the rarer,
+    more telling words; in a small tenant no prefix reaches the budget and every lexeme is matched."""
+    out: list[str] = []
+    total = 0
+    for t in lexemes:
+        if total >= budget:
+            break
+        out.append(t)
+        total += stats.df.get(t, 0)
+    return out
 
 
 def _read_facts(cur: Cursor, keys: list[FactsKey]) -> dict[FactsKey, RecordFacts]:
@@ -102,27 +119,27 @@ def fetch_details(cur: Cursor, facts: list[RecordFacts], cache: VersionCache) ->
     return found
 
 
-def alert_categories(cur: Cursor, alert_names: list[str], project: str | None,
-                     now: datetime) -> dict[str, dict[str, set[str]]]:
-    """Per alert name: the root-cause categories that active records under it have, with up to 3 example
-    incidents each (for the alternative_root_causes warning). Bounded: a recursive skip over the
-    (tenant, alert_name, root_cause_category) index visits each distinct category once (the function of
-    migration 0018, for its cached generic plan; it runs as the caller, under RLS). One call per name: a single
-    statement over an array of names measured 0.66 against 0.17 ms per name (1M records)."""
-    out: dict[str, dict[str, set[str]]] = {}
-    for name in alert_names:
-        if name not in out:
-            cur.execute("SELECT category, incidents FROM opslore_alert_categories(%s, %s, %s)", (name, project, now))
-            out[name] = {r["category"]: set(r["incidents"]) for r in cur.fetchall()}
-    return out
-
-
-def misleading_in_tenant(cur: Cursor, signals: list[str]) -> dict[str, list[str]]:
-    if not signals:
-        return {}
-    cur.execute(
-        "SELECT signal, array_agg(DISTINCT incident_id) AS incidents FROM misleading_signals"
-        " WHERE signal = ANY(%s) GROUP BY signal",
-        (signals,),
-    )
-    return {r["signal"]: list(r["incidents"]) for r in cur.fetchall()}
+def warning_reads(cur: Cursor, alert_names: list[str], signals: list[str], project: str | None,
+                  now: datetime) -> tuple[dict[str, dict[str, set[str]]], dict[str, list[str]]]:
+    """What the warnings need from the tenant, every statement sent before any result is read (one round
+    trip in pipeline mode):
+    - per alert name: the root-cause categories that active records under it have, with up to 3 example
+      incidents each (alternative_root_causes). Bounded: a recursive skip over the (tenant, alert_name,
+      root_cause_category) index visits each distinct category once (the function of migration 0018, for its
+      cached generic plan; it runs as the caller, under RLS). One call per name: a single statement over an
+      array of names measured 0.66 against 0.17 ms per name (1M records);
+    - per requested signal: the incidents of the tenant that marked it misleading."""
+    conn = cur.connection
+    asked = []
+    for name in dict.fromkeys(alert_names):
+        c = conn.cursor()
+        c.execute("SELECT category, incidents FROM opslore_alert_categories(%s, %s, %s)", (name, project, now))
+        asked.append((name, c))
+    misleading = None
+    if signals:
+        misleading = conn.cursor()
+        misleading.execute("SELECT signal, array_agg(DISTINCT incident_id) AS incidents FROM misleading_signals"
+                           " WHERE signal = ANY(%s) GROUP BY signal", (signals,))
+    categories = {name: {r["category"]: set(r["incidents"]) for r in c.fetchall()} for name, c in asked}
+    marked = {r["signal"]: list(r["incidents"]) for r in misleading.fetchall()} if misleading else {}
+    return categories, marked

@@ -106,7 +106,8 @@ class BriefingService:
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")
         now = now or datetime.now(UTC)
-        with self.db.tenant_transaction(principal.scoped_tenant, self.settings.briefing_durable_commit) as cur:
+        with self.db.tenant_transaction(principal.scoped_tenant, durable=self.settings.briefing_durable_commit,
+                                        pipeline=True) as cur:
             response = self._answer(cur, principal, req, now)
             self._record(cur, principal, req, response)
         logs.bind(briefing_id=str(response.briefing_id), incident_id=req.incident_id)
@@ -169,12 +170,11 @@ class BriefingService:
     def _context(self, cur: Cursor, ranking: Ranked, q: RankQuery, project: str | None,
                  now: datetime) -> WarningContext:
         alerts = {s.facts.alert_name for s in ranking.hints if s.facts.alert_name}
+        categories, misleading = C.warning_reads(cur, sorted(alerts), sorted(q.signals), project, now)
         return WarningContext(
             now=now, stale_after_days=self.settings.stale_after_days,
             low_confidence_below=self.settings.low_confidence_below,
-            alert_categories=C.alert_categories(cur, sorted(alerts), project, now),
-            tenant_misleading=C.misleading_in_tenant(cur, sorted(q.signals)),
-            inferred_categories=ranking.categories,
+            alert_categories=categories, tenant_misleading=misleading, inferred_categories=ranking.categories,
         )
 
     @staticmethod

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import orjson
@@ -79,20 +79,27 @@ class Database:
         self.pool.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[Cursor]:
-        """A transaction without tenant scope (system tables only)."""
+    def transaction(self, pipeline: bool = False) -> Iterator[Cursor]:
+        """A transaction without tenant scope (system tables only). `pipeline`: in psycopg's pipeline mode,
+        where a statement is sent without waiting for the one before and the client waits only when it reads
+        a result (BEGIN goes out with the first statement; a write goes out with COMMIT). An error still aborts
+        the transaction; it is raised at the next read or at the commit."""
         with self.pool.connection() as conn:
-            with conn.transaction(), conn.cursor() as cur:
-                yield cur
+            with ExitStack() as stack:
+                if pipeline:
+                    stack.enter_context(conn.pipeline())
+                stack.enter_context(conn.transaction())
+                yield stack.enter_context(conn.cursor())
             self._idle.used(conn)
 
     @contextmanager
-    def tenant_transaction(self, tenant: str, durable: bool = True) -> Iterator[Cursor]:
+    def tenant_transaction(self, tenant: str, durable: bool = True, pipeline: bool = False) -> Iterator[Cursor]:
         """One transaction in which RLS shows and accepts only `tenant`'s rows. `durable=False` commits
         without waiting for the WAL flush (`synchronous_commit = off` for this transaction only): still
         atomic, and the commit is visible to every later transaction at once, but a crash of the database
-        server within about 3 x `wal_writer_delay` (600 ms by default) can lose it."""
-        with self.transaction() as cur:
+        server within about 3 x `wal_writer_delay` (600 ms by default) can lose it. `pipeline`: as in
+        `transaction`."""
+        with self.transaction(pipeline) as cur:
             set_tenant(cur, tenant, durable)
             yield cur
 

@@ -63,7 +63,7 @@ def test_the_text_branch_finds_only_the_callers_tenant(svc: GovernedServices) ->
                                               note=None, edits=None).family_id)
     with svc.db.tenant_transaction(a) as cur:
         cur.execute("SELECT family_id::text AS f FROM opslore_briefing_candidates("
-                    "'{}', '{}', NULL, %s, NULL, 30, 200, now())", (analyze("quuxfrobnication"),))
+                    "'{}', '{}', NULL, %s, NULL, 30, 200, now(), NULL)", (analyze("quuxfrobnication"),))
         assert [r["f"] for r in cur.fetchall()] == [fams[a]]
     answer = svc.briefing.brief(reviewer(a), BriefingRequest(text="render pods throttled by quuxfrobnication"))
     assert [str(h.family_id) for h in answer.hints] == [fams[a]]
@@ -75,5 +75,26 @@ def test_the_candidate_function_answers_nothing_without_a_tenant(svc: GovernedSe
     svc.review.approve(reviewer(tenant), seed_candidate(svc.db, tenant, d), note=None, edits=None)
     with psycopg.connect(svc.db.url) as conn:
         rows = conn.execute("SELECT * FROM opslore_briefing_candidates('{render}', '{cpu_throttled}', NULL,"
-                            " %s, NULL, 30, 200, now())", (analyze("quuxfrobnication"),)).fetchall()
+                            " %s, NULL, 30, 200, now(), NULL)", (analyze("quuxfrobnication"),)).fetchall()
     assert rows == []
+
+
+def test_the_text_branch_matches_on_the_rare_lexemes_and_ranks_on_all(svc: GovernedServices) -> None:
+    """Matched on `zorblax` only (the caller's budget), ranked with `quuxfrob` too: the version with both
+    words comes first (ahead of four with `zorblax` alone, whatever their ids), and a version with only the
+    unmatched word is no candidate."""
+    tenant = f"ts-{uuid.uuid4().hex[:8]}"
+    fams = {}
+    for name, summary in (*((f"rare{i}", f"pods throttled by zorblax {i}") for i in range(4)),
+                          ("both", "pods throttled by zorblax quuxfrob"), ("common", "pods throttled by quuxfrob")):
+        d = draft(f"cat_{name}", f"svc-{name}", signal=f"sig_{name}", summary=summary)
+        fams[name] = str(svc.review.approve(reviewer(tenant), seed_candidate(svc.db, tenant, d),
+                                            note=None, edits=None).family_id)
+    zorblax, quuxfrob = analyze("zorblax"), analyze("quuxfrob")
+    with svc.db.tenant_transaction(tenant) as cur:
+        def text_branch(limit: int) -> list[str]:
+            cur.execute("SELECT family_id::text AS f FROM opslore_briefing_candidates("
+                        "'{}', '{}', NULL, %s, NULL, %s, 200, now(), %s)", (zorblax, limit, zorblax + quuxfrob))
+            return [r["f"] for r in cur.fetchall()]
+        assert sorted(text_branch(30)) == sorted(f for name, f in fams.items() if name != "common")
+        assert text_branch(1) == [fams["both"]]
