@@ -61,9 +61,12 @@ def goals(run: dict[str, Any]) -> list[tuple[str, str, str]]:
                      ">= 0.5 of raw, or the 2-process figure and the stage profile" if s["processes"] == 2 else ""))
     th = run.get("throughput")
     if th:
+        spread = {r["clients"]: [x["ratio_p95"] for x in r["rounds"]] for r in th.get("per_round", [])}
         for b, n in zip(th["briefing"], th["noop"], strict=True):
+            ratios = spread.get(b["clients"])
+            rounds = f"; rounds x{min(ratios)}-x{max(ratios)}" if ratios else ""
             rows.append((f"HTTP, {b['clients']} clients", f"{b['per_s']} briefings/s, p95 {b['ms']['p95']} ms "
-                         f"(no-op p95 {n['ms']['p95']} ms, x{b['ms']['p95'] / n['ms']['p95']:.1f})",
+                         f"(no-op p95 {n['ms']['p95']} ms, x{b['ms']['p95'] / n['ms']['p95']:.1f}{rounds})",
                          "x <= 3 at 8 clients" if b["clients"] == 8 else ""))
     m = run.get("mcp")
     if m:

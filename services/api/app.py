@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -144,6 +145,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = services or build_services(settings)
+        app.state.briefing_threads = anyio.CapacityLimiter(settings.api_briefing_threads)
         analyzer.warm()
         gc.freeze()  # jieba's dictionary and everything else built at start: out of every GC pass (tail latency)
         async with mcp_server.session_manager.run():

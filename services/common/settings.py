@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     api_host: str = Field("127.0.0.1", description="address the API binds")
     api_port: int = Field(9001, description="port the API binds")
     api_workers: int = Field(1, description="API processes (uvicorn workers), one connection pool each")
+    api_briefing_threads: int = Field(4, ge=1, description="briefings each API process computes at once (HTTP); "
+                                      "more wait their turn, so that threads do not only contend for the GIL and "
+                                      "the database's cores; other requests keep their own thread pool")
     api_url: str = Field("http://127.0.0.1:9001", description="where the CLI, SDK and `opslore mcp` find the API")
     api_key: str = Field("", repr=False, json_schema_extra=SECRET,
                          description="the key the CLI, SDK and `opslore mcp` act with")
