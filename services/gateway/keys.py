@@ -47,7 +47,8 @@ class ApiKeyService:
 
     def known(self, bearer: str | None) -> Principal | None:
         """The caller without a database round trip: the bootstrap token, or a key that authenticated
-        within `cache_seconds`; None when the database must be asked (or the key is malformed)."""
+        within `cache_seconds`; None when the database must be asked. A missing or malformed key raises
+        `Unauthenticated`, as `authenticate` does."""
         token = _checked(bearer)
         if self.admin_token and hmac.compare_digest(token, self.admin_token):
             return Principal(key_id=None, tenant=None, project=None, role="admin", bootstrap=True)
