@@ -80,7 +80,7 @@ class RankPolicy:
     semantic_ceiling: float = 1.0  # cosine at which it is certain
 
 
-@dataclass
+@dataclass(slots=True)
 class Scored:
     facts: RecordFacts
     score: float
@@ -126,26 +126,29 @@ def _bm25_norm(row: RecordFacts, stats: CorpusStats) -> float:
     return (K1 + 1) / (1 + K1 * (1 - B + B * float(row.doc_length) / stats.avg_length))
 
 
-def _bm25_mass(weights: dict[str, float], row: RecordFacts, stats: CorpusStats) -> float:
-    lexemes, mass, matched = row.lexemes, 0.0, False
-    for t, w in weights.items():
+def _mass(weights: tuple[tuple[str, float], ...], lexemes: frozenset[str]) -> float:
+    """Sum of the weights of the question's terms that the record has, in the terms' sorted order (a float sum
+    depends on its order, and a frozenset's order on the process's string hash seed)."""
+    mass = 0.0
+    for t, w in weights:
         if t in lexemes:
-            mass, matched = mass + w, True
-    return mass * _bm25_norm(row, stats) if matched else 0.0
+            mass += w
+    return mass
 
 
 @dataclass(frozen=True)
 class TermWeights:
     """The question's words and concepts with their weights, computed once per briefing."""
 
-    words: dict[str, float]
-    concepts: dict[str, float]
+    words: tuple[tuple[str, float], ...]  # (term, weight), sorted by term
+    concepts: tuple[tuple[str, float], ...]
 
     @classmethod
     def of(cls, q: RankQuery, stats: CorpusStats) -> TermWeights:
         if stats.docs == 0:
-            return cls({}, {})
-        return cls({t: _weight(t, stats) for t in q.words}, {t: _weight(t, stats) for t in q.concepts})
+            return cls((), ())
+        return cls(tuple((t, _weight(t, stats)) for t in sorted(q.words)),
+                   tuple((t, _weight(t, stats)) for t in sorted(q.concepts)))
 
 
 def channels(q: RankQuery, row: RecordFacts, stats: CorpusStats, policy: RankPolicy,
@@ -155,7 +158,10 @@ def channels(q: RankQuery, row: RecordFacts, stats: CorpusStats, policy: RankPol
     sem = 0.0
     if semantic is not None and policy.semantic_ceiling > policy.semantic_floor:
         sem = min(max((semantic - policy.semantic_floor) / (policy.semantic_ceiling - policy.semantic_floor), 0.0), 1.0)
-    words, concepts = _bm25_mass(weights.words, row, stats), _bm25_mass(weights.concepts, row, stats)
+    words, concepts = _mass(weights.words, row.lexemes), _mass(weights.concepts, row.lexemes)
+    if words or concepts:  # the length normalisation, once for both
+        norm = _bm25_norm(row, stats)
+        words, concepts = words * norm, concepts * norm
     return {
         "lexical": 1.0 - math.exp(-words / policy.lexical_scale) if words > 0 else 0.0,
         "concept": 1.0 - math.exp(-concepts / policy.concept_scale) if concepts > 0 else 0.0,

@@ -12,6 +12,7 @@ import math
 import re
 import uuid
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -62,9 +63,16 @@ def query_text(req: BriefingRequest) -> str:
                                   *(req.alert.labels.values() if req.alert else []), *req.signals]))
 
 
+@lru_cache(maxsize=4096)
+def query_tokens(text: str) -> tuple[str, ...]:
+    """The analyzer's lexemes of a question's text, remembered: `analyze` is a pure function of the text and of
+    the alias dictionary, which a process loads once; the same alert fires again and again with the same name,
+    labels and signals (0.6 ms of jieba and stemming per briefing at the bench's questions, about 10 us on a hit)."""
+    return tuple(analyze(text)) if text.strip() else ()
+
+
 def build_query(req: BriefingRequest) -> tuple[RankQuery, list[str]]:
-    text = query_text(req)
-    tokens = analyze(text) if text.strip() else []
+    tokens = list(query_tokens(query_text(req)))
     q = RankQuery(alert=req.alert.name if req.alert else None, services=frozenset(req.services),
                   signals=frozenset(req.signals), entities=frozenset(req.entities), tokens=frozenset(tokens),
                   environment=req.environment, cluster=req.cluster, version=req.version,

@@ -113,3 +113,20 @@ def test_a_field_memory_has_no_vocabulary_for_does_not_dilute_the_text() -> None
     loaded_hints = rank(loaded, [rec, other], POLICY, 5).hints
     assert loaded_hints and loaded_hints[0].facts is rec
     assert abs(loaded_hints[0].relevance - plain_rel) < 1e-9
+
+
+def test_question_text_is_analyzed_once_per_distinct_text() -> None:
+    from schemas.api import BriefingRequest
+    from services.briefing.service import build_query, query_tokens
+
+    req = BriefingRequest(text="订单同步消费延迟 consumer lag on orders-sync", alert={"name": "OrdersSyncLag"},
+                          signals=["kafka_consumer_lag"])
+    before = query_tokens.cache_info()
+    q, tokens = build_query(req)
+    again, tokens_again = build_query(req)
+    after = query_tokens.cache_info()
+    expected = analyze("订单同步消费延迟 consumer lag on orders-sync OrdersSyncLag kafka_consumer_lag")
+    assert tokens == tokens_again == expected
+    assert q.tokens == again.tokens == frozenset(tokens)
+    assert after.hits - before.hits >= 1 and after.misses - before.misses <= 1
+    assert build_query(BriefingRequest(alert={"name": " "}))[1] == []  # blank text: nothing to analyze
