@@ -65,7 +65,7 @@ def build_services(settings: Settings) -> Services:
         gateway=gateway,
         memory=memory, review=review, briefing=briefing,
         episodes=EpisodeQueries(db),
-        verification=VerificationService(db, gateway, build_verifier(settings)),
+        verification=VerificationService(db, gateway, build_verifier(settings), briefing.recorder),
         readiness=ReadinessProbe(db, settings),
         intake=AlertIntake(db, gateway, briefing),
         governance=GovernanceService(db, settings, memory, review),
@@ -151,6 +151,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         async with mcp_server.session_manager.run():
             yield
         if services is None:
+            app.state.services.briefing.close()  # records of briefings already answered commit first
             app.state.services.gateway.close()
             app.state.services.readiness.close()
             app.state.services.db.close()

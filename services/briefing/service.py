@@ -2,7 +2,8 @@
 
 Read path (seed 000 section 6): scope from the API key -> hard filters and candidate generation in SQL
 (`candidates`) -> pure ranking (`rank`) and warnings (`warnings`) -> evidence and live checks -> the
-briefing row and its lineage edges, written in the same transaction as the read.
+briefing row and its lineage edges, written in the same transaction as the read, whose COMMIT is sent before
+the answer returns and whose outcome a recorder thread reads after it (`recorder`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from services.briefing import retrieval as C
 from services.briefing.cache import VersionCache
 from services.briefing.facts import RecordFacts
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank
+from services.briefing.recorder import BriefingRecorder
 from services.briefing.render import render
 from services.briefing.semantic import SemanticIndex
 from services.briefing.warnings import WarningContext, warnings_for
@@ -110,16 +112,33 @@ class BriefingService:
         self.gateway = gateway
         self.semantic = semantic
         self.cache = VersionCache(settings.briefing_cache_versions)
+        self.recorder = BriefingRecorder(settings.briefing_recorder_threads)
 
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")
         now = now or datetime.now(UTC)
-        with self.db.tenant_transaction(principal.scoped_tenant, durable=self.settings.briefing_durable_commit,
-                                        pipeline=True) as cur:
-            response = self._answer(cur, principal, req, now)
-            self._record(cur, principal, req, response)
+        tx = self.db.open_tenant_transaction(principal.scoped_tenant, durable=self.settings.briefing_durable_commit)
+        try:
+            response = self._answer(tx.cursor, principal, req, now)
+            self._record(tx.cursor, principal, req, response)
+            tx.send_commit()
+        except BaseException:
+            tx.abandon()
+            raise
+        self.recorder.settle(response.briefing_id, tx)  # the answer does not wait for the commit's outcome
         logs.bind(briefing_id=str(response.briefing_id), incident_id=req.incident_id)
         return response
+
+    def issued(self, principal: Principal, briefing_id: uuid.UUID) -> B.StoredBriefing | None:
+        """A briefing by id, in the caller's tenant: also one answered a moment ago whose commit is in flight."""
+        def read() -> B.StoredBriefing | None:
+            with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+                return B.get(cur, briefing_id)
+        return self.recorder.issued(briefing_id, read)
+
+    def close(self) -> None:
+        """Settle the records of briefings already answered (graceful shutdown)."""
+        self.recorder.close()
 
     def search(self, principal: Principal, req: RecordSearchRequest, now: datetime | None = None) -> list[Hint]:
         """Approved records for a free-text query, ranked and warned like a briefing; records nothing."""
@@ -146,8 +165,7 @@ class BriefingService:
     def get(self, principal: Principal, briefing_id: uuid.UUID) -> dict[str, Any]:
         """The answer as it was given (GET /v1/briefings/{id}); 404 outside the caller's tenant/project."""
         principal.require("agent")
-        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            row = B.get(cur, briefing_id)
+        row = self.issued(principal, briefing_id)
         if row is None or (principal.project and row.project != principal.project):
             raise NotFound("no such briefing", field="briefing_id")
         if row.response is not None:
@@ -211,8 +229,7 @@ class BriefingService:
         """Check that the briefing cited the family, then append a `briefing.feedback` ledger event."""
         principal.require("agent")
         assert self.gateway is not None
-        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            row = B.get(cur, briefing_id)
+        row = self.issued(principal, briefing_id)
         if row is None:
             raise NotFound("no such briefing", field="briefing_id")
         if str(body.family_id) not in {c.family_id for c in row.cited}:

@@ -17,6 +17,7 @@ from typing import Any
 from schemas.ledger import EventType, Trust, envelope
 from schemas.views import VerifyResult
 from services.briefing import records as B
+from services.briefing.recorder import BriefingRecorder
 from services.collectors.kubernetes import KubernetesCollector
 from services.collectors.observations import observation
 from services.collectors.prometheus import CollectorError, PrometheusCollector
@@ -89,8 +90,11 @@ class HintVerifier:
 
 
 class VerificationService:
-    def __init__(self, db: Database, gateway: LedgerGateway, verifier: HintVerifier) -> None:
+    def __init__(self, db: Database, gateway: LedgerGateway, verifier: HintVerifier,
+                 recorder: BriefingRecorder | None = None) -> None:
+        """`recorder`: the API process's, so that a briefing answered a moment ago is found."""
         self.db = db
+        self.recorder = recorder or BriefingRecorder(0)
         self.gateway = gateway
         self.verifier = verifier
 
@@ -108,10 +112,14 @@ class VerificationService:
                                             "hints": [asdict(v) for v in verdicts], "appended": accepted})
 
     def _cited_checks(self, principal: Principal, briefing_id: uuid.UUID) -> list[tuple[str, int, list[Any]]]:
-        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            stored = B.get(cur, briefing_id)
-            if stored is None:
-                raise NotFound("no such briefing", field="briefing_id")
+        def read() -> B.StoredBriefing | None:
+            with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+                return B.get(cur, briefing_id)
+
+        stored = self.recorder.issued(briefing_id, read)
+        if stored is None:
+            raise NotFound("no such briefing", field="briefing_id")
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:  # versions are immutable
             checks = R.checks_of(cur, [(c.family_id, c.version) for c in stored.cited])
         return [(c.family_id, c.version, checks.get((c.family_id, c.version), [])) for c in stored.cited]
 

@@ -7,14 +7,16 @@ The function that opens the transaction owns it: helpers receive a cursor and ne
 
 from __future__ import annotations
 
+import select
 import time
 import weakref
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 import orjson
 import psycopg
+from psycopg import pq
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import set_json_dumps, set_json_loads
 from psycopg_pool import ConnectionPool
@@ -33,11 +35,12 @@ set_json_loads(orjson.loads)
 
 
 class IdleCheck:
-    """The pool's check on checkout, for connections that sat idle: a round trip (an empty query) before
-    handing out a connection whose last transaction ended more than `after` seconds ago, none for one that has
-    just served one. Checking every checkout cost a round trip per transaction (two per HTTP briefing: the key
-    lookup and the briefing). A connection broken within that second by a PostgreSQL restart fails its next
-    transaction (503 at the API), is discarded by the pool, and the next checkout gets a new one."""
+    """The pool's check on checkout: a round trip (an empty query) before handing out a connection whose last
+    transaction ended more than `after` seconds ago, or on which the server has said something since (its socket
+    is readable: a backend ended by a restart or `pg_terminate_backend` sends its FATAL error and closes); none
+    for one that has just served a transaction and heard nothing. Checking every checkout cost a round trip per
+    transaction (two per HTTP briefing: the key lookup and the briefing); checking only by age handed out, for up
+    to `after` seconds after a PostgreSQL restart, connections the restart had closed (a 503 each)."""
 
     def __init__(self, after: float = 1.0) -> None:
         self.after = after
@@ -51,8 +54,17 @@ class IdleCheck:
 
     def check(self, conn: psycopg.Connection[Any]) -> None:
         last = self._returned.get(conn)
-        if last is None or time.monotonic() - last > self.after:
+        if last is None or time.monotonic() - last > self.after or _server_spoke(conn):
             ConnectionPool.check_connection(conn)
+
+
+def _server_spoke(conn: psycopg.Connection[Any]) -> bool:
+    """Bytes (or end of file) wait on an idle connection's socket: a poll that does not block, no round trip."""
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return True  # closed: let the check find out
+    return bool(readable)
 
 
 class Database:
@@ -102,6 +114,62 @@ class Database:
         with self.transaction(pipeline) as cur:
             set_tenant(cur, tenant, durable)
             yield cur
+
+    def open_tenant_transaction(self, tenant: str, durable: bool = True) -> OpenTransaction:
+        """`tenant_transaction`, in pipeline mode, for a caller that settles it later (`OpenTransaction`)."""
+        return OpenTransaction(self, tenant, durable)
+
+
+class OpenTransaction:
+    """A tenant transaction in pipeline mode whose outcome is read later, possibly on another thread.
+
+    For a caller whose answer must not wait for its commit (the briefing, which records what it answered):
+    `send_commit` puts COMMIT on the wire after the transaction's statements and returns without waiting;
+    `settle` then reads every result, raises the first error (the transaction is then rolled back) and returns
+    the connection to the pool. The server executes COMMIT as it receives it, so once `send_commit` returned,
+    the end of the client process does not undo the transaction. Without `send_commit`, `settle` rolls back.
+    One thread at a time uses it: the caller until it hands it over, then the settling thread."""
+
+    def __init__(self, db: Database, tenant: str, durable: bool = True) -> None:
+        self._db = db
+        self.conn = db.pool.getconn()
+        self._pipeline = self.conn.pipeline()
+        self._pipeline.__enter__()
+        self.cursor = self.conn.cursor()
+        self._committing = False
+        try:
+            set_tenant(self.cursor, tenant, durable)  # psycopg sends BEGIN before it (not autocommit)
+        except BaseException:
+            self.abandon()
+            raise
+
+    def send_commit(self) -> None:
+        self.cursor.execute("COMMIT")
+        self._committing = True
+
+    def settle(self) -> None:
+        ok = False
+        try:
+            self._pipeline.__exit__(None, None, None)  # Sync, then every pending result; raises the first error
+            ok = self._committing and self.conn.info.transaction_status == pq.TransactionStatus.IDLE
+        finally:
+            self._release(ok)
+
+    def abandon(self) -> None:
+        """After an error before `send_commit`: roll back and return the connection."""
+        try:
+            with suppress(psycopg.Error):  # the caller is already raising the error that made it give up
+                self._pipeline.__exit__(None, None, None)
+        finally:
+            self._release(False)
+
+    def _release(self, committed: bool) -> None:
+        if not committed and not self.conn.closed:
+            with suppress(psycopg.Error):  # broken: the pool discards it
+                self.conn.rollback()
+        if committed:
+            self._db._idle.used(self.conn)
+        self._db.pool.putconn(self.conn)
 
 
 def set_tenant(cur: Cursor, tenant: str, durable: bool = True) -> None:

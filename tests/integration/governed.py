@@ -50,4 +50,5 @@ class GovernedServices:
         self.governance = GovernanceService(self.db, Settings(), self.memory, self.review)
 
     def close(self) -> None:
+        self.briefing.close()
         self.db.close()
