@@ -95,7 +95,9 @@ def test_a_commit_that_fails_after_the_answer_is_counted_and_the_pool_stays_heal
         svc: GovernedServices, monkeypatch: pytest.MonkeyPatch) -> None:
     tenant = approved_tenant(svc)
     before = REGISTRY.get_sample_value("opslore_briefing_record_failures_total") or 0.0
-    monkeypatch.setattr(records, "insert", lambda cur, **_: cur.execute("SELECT 1 / 0"))  # fails at the server
+    # refused by the server 0.2 s after it was sent, so after the answer (an error that is back before COMMIT
+    # goes out fails the briefing instead, as before: nothing is recorded, the caller gets the error)
+    monkeypatch.setattr(records, "insert", lambda cur, **_: cur.execute("SELECT 1 / (SELECT 0 FROM pg_sleep(0.2))"))
     answer = svc.briefing.brief(agent(tenant), QUESTION)
     assert answer.hints  # the answer was given; its record was refused after it
     with pytest.raises(NotFound):
