@@ -133,8 +133,12 @@ class OpenTransaction:
     def __init__(self, db: Database, tenant: str, durable: bool = True) -> None:
         self._db = db
         self.conn = db.pool.getconn()
-        self._pipeline = self.conn.pipeline()
-        self._pipeline.__enter__()
+        try:
+            self._pipeline = self.conn.pipeline()
+            self._pipeline.__enter__()
+        except BaseException:
+            db.pool.putconn(self.conn)  # broken: the pool discards it
+            raise
         self.cursor = self.conn.cursor()
         self._committing = False
         try:
