@@ -21,20 +21,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
-from typing import TypeVar
 from uuid import UUID
 
 from prometheus_client import Counter
 
-from services.common.db import OpenTransaction
+from services.briefing import records
+from services.briefing.records import StoredBriefing
+from services.common.db import Database, OpenTransaction
 
 log = logging.getLogger("opslore.briefing")
 FAILURES = Counter("opslore_briefing_record_failures_total", "briefings answered whose record did not commit")
 LATE_WINDOW = (0.02, 0.05, 0.1)  # pauses before looking again for a briefing id not found (170 ms in all)
-T = TypeVar("T")
 
 
 class BriefingRecorder:
@@ -53,15 +52,15 @@ class BriefingRecorder:
             self._pending[briefing_id] = future
         future.add_done_callback(lambda _: self._forget(briefing_id))  # at once if it is already done
 
-    def issued(self, briefing_id: UUID, read: Callable[[], T | None]) -> T | None:
-        """`read()` of a briefing just answered: after this process settled it, and looking again on a miss."""
+    def issued(self, db: Database, tenant: str, briefing_id: UUID) -> StoredBriefing | None:
+        """A briefing just answered, by id in `tenant`: after this process settled it, looking again on a miss."""
         self.wait(briefing_id)
-        found = read()
+        found = _read(db, tenant, briefing_id)
         for pause in LATE_WINDOW:
             if found is not None:
                 break
             time.sleep(pause)
-            found = read()
+            found = _read(db, tenant, briefing_id)
         return found
 
     def wait(self, briefing_id: UUID, timeout: float = 5.0) -> None:
@@ -87,3 +86,8 @@ class BriefingRecorder:
             FAILURES.inc()
             log.error("briefing answered but its record did not commit", extra={"briefing_id": str(briefing_id)},
                       exc_info=True)
+
+
+def _read(db: Database, tenant: str, briefing_id: UUID) -> StoredBriefing | None:
+    with db.tenant_transaction(tenant) as cur:
+        return records.get(cur, briefing_id)

@@ -131,10 +131,7 @@ class BriefingService:
 
     def issued(self, principal: Principal, briefing_id: uuid.UUID) -> B.StoredBriefing | None:
         """A briefing by id, in the caller's tenant: also one answered a moment ago whose commit is in flight."""
-        def read() -> B.StoredBriefing | None:
-            with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-                return B.get(cur, briefing_id)
-        return self.recorder.issued(briefing_id, read)
+        return self.recorder.issued(self.db, principal.scoped_tenant, briefing_id)
 
     def close(self) -> None:
         """Settle the records of briefings already answered (graceful shutdown)."""

@@ -16,7 +16,6 @@ from typing import Any
 
 from schemas.ledger import EventType, Trust, envelope
 from schemas.views import VerifyResult
-from services.briefing import records as B
 from services.briefing.recorder import BriefingRecorder
 from services.collectors.kubernetes import KubernetesCollector
 from services.collectors.observations import observation
@@ -112,11 +111,7 @@ class VerificationService:
                                             "hints": [asdict(v) for v in verdicts], "appended": accepted})
 
     def _cited_checks(self, principal: Principal, briefing_id: uuid.UUID) -> list[tuple[str, int, list[Any]]]:
-        def read() -> B.StoredBriefing | None:
-            with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-                return B.get(cur, briefing_id)
-
-        stored = self.recorder.issued(briefing_id, read)
+        stored = self.recorder.issued(self.db, principal.scoped_tenant, briefing_id)
         if stored is None:
             raise NotFound("no such briefing", field="briefing_id")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:  # versions are immutable
