@@ -88,3 +88,23 @@ def test_a_transaction_on_a_connection_that_breaks_during_it_fails_and_the_pool_
         kill(url, pid)
         cur.execute("SELECT 1")
     assert backend_pid(db) != pid
+
+
+def settings_in(cur: Any) -> tuple[str, str, str]:
+    cur.execute("SELECT current_setting('opslore.tenant', true) AS tenant, current_setting('plan_cache_mode') AS plans,"
+                " current_setting('synchronous_commit') AS sync")
+    row = cur.fetchone()
+    assert row is not None
+    return row["tenant"], row["plans"], row["sync"]
+
+
+def test_an_open_tenant_transaction_sets_its_settings_for_itself_only(db: Database) -> None:
+    tx = db.open_tenant_transaction("t-plans", durable=False, generic_plans=True)
+    assert settings_in(tx.cursor) == ("t-plans", "force_generic_plan", "off")
+    tx.send_commit()
+    tx.settle()
+    with db.transaction() as cur:  # the same (only) connection of the pool, after the commit: all back
+        assert settings_in(cur) == ("", "auto", "on")
+    tx = db.open_tenant_transaction("t-plans")
+    assert settings_in(tx.cursor) == ("t-plans", "auto", "on")
+    tx.abandon()

@@ -3,6 +3,8 @@ verdicts, the rendered briefing, token estimates, version-content construction a
 
 from __future__ import annotations
 
+import math
+import re
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -86,6 +88,19 @@ def test_token_estimate_counts_cjk_characters_and_words() -> None:
     assert token_estimate("数据库连接池耗尽") == 8
     assert token_estimate("pool exhausted by slow queries") == 7  # 5 words x 1.3, rounded up
     assert token_estimate({"a": "b"}) > token_estimate("b")  # JSON punctuation counts
+    assert token_estimate("㐀 䶿 一 龥 鿿 ㏿ ꀀ") == 5  # U+3400..U+9FFF only; no words
+
+
+def _reference_estimate(text: str) -> int:
+    """The estimate's definition, as regular expressions over the text."""
+    raw = text.encode()
+    cjk = len(re.findall(r"[\u3400-\u9fff]", text))
+    return math.ceil(cjk + len(re.findall(rb"[A-Za-z0-9_]+", raw)) * 1.3 + raw.count(b'"') / 4)
+
+
+@given(st.text(alphabet=st.one_of(st.characters(), st.sampled_from("a_Z9 \"㐀㏿䶿一鿿ꀀé-"))))
+def test_token_estimate_counts_bytes_as_its_regular_expression_definition_does(text: str) -> None:
+    assert token_estimate(text) == _reference_estimate(text)
 
 
 def test_authority_is_capped_by_untrusted_evidence_and_edits_apply() -> None:
