@@ -163,12 +163,14 @@ class BriefingService:
 
     def _answer(self, cur: Cursor, principal: Principal, req: BriefingRequest, now: datetime) -> BriefingResponse:
         q, tokens = build_query(req)
+        reads = C.WarningReads(cur, principal.project, now)
+        reads.ask([q.alert] if q.alert else [], sorted(q.signals))  # answered with the next read's round trip
         stats = lexical.corpus_stats(cur, tokens)
         rows = C.fetch_candidates(cur, req, tokens, principal.project, now, stats, self.cache)
         similarities, degraded = self._semantic(cur, req, rows)
         ranking = rank(q, rows, self._policy(now), req.limit, similarities, stats)
         details = C.fetch_details(cur, [s.facts for s in ranking.hints], self.cache)
-        ctx = self._context(cur, ranking, q, principal.project, now)
+        ctx = self._context(reads, ranking)
         hints = [self._hint(s, details[s.facts.ident], q, req, ctx, detail=2 if i == 0 else 1)
                  for i, s in enumerate(ranking.hints)]
         response = BriefingResponse(briefing_id=uuid.uuid4(), hints=hints, degraded=degraded, rendered=render(hints))
@@ -207,14 +209,13 @@ class BriefingService:
             log.warning("embedding branch failed; answering lexically", exc_info=True)
             return None, ["embedding"]
 
-    def _context(self, cur: Cursor, ranking: Ranked, q: RankQuery, project: str | None,
-                 now: datetime) -> WarningContext:
-        alerts = {s.facts.alert_name for s in ranking.hints if s.facts.alert_name}
-        categories, misleading = C.warning_reads(cur, sorted(alerts), sorted(q.signals), project, now)
+    def _context(self, reads: C.WarningReads, ranking: Ranked) -> WarningContext:
+        alerts = sorted({s.facts.alert_name for s in ranking.hints if s.facts.alert_name})
         return WarningContext(
-            now=now, stale_after_days=self.settings.stale_after_days,
+            now=reads.now, stale_after_days=self.settings.stale_after_days,
             low_confidence_below=self.settings.low_confidence_below,
-            alert_categories=categories, tenant_misleading=misleading, inferred_categories=ranking.categories,
+            alert_categories=reads.categories(alerts), tenant_misleading=reads.misleading(),
+            inferred_categories=ranking.categories,
         )
 
     @staticmethod

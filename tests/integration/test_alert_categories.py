@@ -53,3 +53,31 @@ def test_a_hint_names_the_alerts_other_root_causes(svc: GovernedServices) -> Non
     assert top.root_cause_category == "disk_full"
     [warning] = [w for w in top.warnings if w.code == "alternative_root_causes"]
     assert f"wal_retention ({wal})" in warning.message
+
+
+def test_hints_under_an_alert_the_question_did_not_name_still_get_its_other_root_causes(
+        svc: GovernedServices) -> None:
+    """The question's alert is read ahead with the first round trip; a hint's other alert name is read after."""
+    tenant = f"ac-{uuid.uuid4().hex[:8]}"
+    approve(svc, tenant, "disk_full")
+    _, wal = approve(svc, tenant, "wal_retention")
+    answer = svc.briefing.brief(reviewer(tenant, "agent"), BriefingRequest(
+        text="ledger volume disk_full", alert={"name": "SomeOtherAlert"}, services=["ledger-db"],
+        signals=["disk_usage_high"]))
+    top = answer.hints[0]
+    assert top.root_cause_category == "disk_full"
+    [warning] = [w for w in top.warnings if w.code == "alternative_root_causes"]
+    assert f"wal_retention ({wal})" in warning.message
+
+
+def test_reads_asked_ahead_are_answered_with_the_next_round_trip_and_kept(svc: GovernedServices) -> None:
+    tenant = f"ac-{uuid.uuid4().hex[:8]}"
+    _, disk = approve(svc, tenant, "disk_full")
+    with svc.db.tenant_transaction(tenant, pipeline=True) as cur:
+        reads = retrieval.WarningReads(cur, None, datetime.now(UTC))
+        reads.ask(["Alert"], ["disk_usage_high"])
+        cur.execute("SELECT 1 AS one")
+        assert cur.fetchall() == [{"one": 1}]  # the round trip that brings the reads' results too
+        assert reads.categories(["Alert", "NoSuchAlert"]) == {"Alert": {"disk_full": {disk}}, "NoSuchAlert": {}}
+        assert reads.categories(["Alert"]) == {"Alert": {"disk_full": {disk}}}  # kept, not read twice
+        assert reads.misleading() == {} and reads.misleading() == {}
