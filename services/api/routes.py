@@ -53,6 +53,7 @@ from schemas.views import (
     VerifyResult,
 )
 from services.api.deps import Caller, Svc
+from services.api.lean_route import LeanJsonRoute
 from services.api.metrics import EVENTS_ACCEPTED, exposition, observe_briefing
 from services.common.paging import DEFAULT_LIMIT, MAX_LIMIT, PageRequest
 from services.gateway.keys import whoami_of
@@ -183,7 +184,6 @@ def rollback(family_id: UUID, body: RollbackRequest, svc: Svc, caller: Caller) -
     return svc.memory.rollback(caller, family_id, body.to_version, body.reason)
 
 
-@router.post("/v1/briefings", response_model=BriefingResponse)
 async def briefing(body: BriefingRequest, svc: Svc, caller: Caller, request: Request) -> Response:
     """Serialized once, by orjson, from the model (`explain` only when asked): the read path's hot spot.
     Computed on the briefing threads (`OPSLORE_API_BRIEFING_THREADS` at once; the rest wait their turn), a
@@ -194,6 +194,10 @@ async def briefing(body: BriefingRequest, svc: Svc, caller: Caller, request: Req
                                               limiter=request.app.state.briefing_threads)
     observe_briefing(response, time.perf_counter() - start)
     return Response(orjson.dumps(response.wire()), media_type="application/json")
+
+
+router.add_api_route("/v1/briefings", briefing, methods=["POST"], response_model=BriefingResponse,
+                     route_class_override=LeanJsonRoute)  # parameters solved by hand: the read path's hot spot
 
 
 @router.post("/v1/alerts/alertmanager", response_model=IntakeAnswer)
