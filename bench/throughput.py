@@ -4,9 +4,10 @@
 
 A fresh tenant learns BENCH_TP_INCIDENTS (40) incidents through the real pipeline; then, for each client
 count, that many threads (one HTTP connection each) ask briefings for BENCH_TP_SECONDS (8) seconds, then
-the same for GET /healthz, alternating for BENCH_TP_ROUNDS (3) rounds. The percentiles pool every round's
+the same for GET /healthz, alternating for BENCH_TP_ROUNDS (5) rounds. The percentiles pool every round's
 samples; `rounds` keeps each round's figures (on 2 shared cores one 8-second window's p95 ratio ranged from
-x3.1 to x4.5 on the same code). Writes bench/results/throughput-<time>.json.
+x3.1 to x4.5 on the same code, and x2.8 to x4.6 later: 5 rounds rather than 3 narrow the pooled figure).
+Writes bench/results/throughput-<time>.json.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def main() -> None:
     admin = OpsloreClient(s.api_url, s.admin_token)
     _, key = learn(admin, int(os.environ.get("BENCH_TP_INCIDENTS", "40")))
     seconds = float(os.environ.get("BENCH_TP_SECONDS", "8"))
-    rounds = int(os.environ.get("BENCH_TP_ROUNDS", "3"))
+    rounds = int(os.environ.get("BENCH_TP_ROUNDS", "5"))
     load(s.api_url, key, 4, 2, briefing=True)  # warm up every worker
     out: dict[str, Any] = {"at": datetime.now(UTC).isoformat(), "api_workers": s.api_workers, "cores": os.cpu_count(),
                            "api_briefing_threads": s.api_briefing_threads, "seconds": seconds, "rounds": rounds,
