@@ -170,10 +170,3 @@ class WarningReads:
             self._misleading = {r["signal"]: list(r["incidents"]) for r in self._misleading.fetchall()}
         return self._misleading or {}
 
-
-def warning_reads(cur: Cursor, alert_names: list[str], signals: list[str], project: str | None,
-                  now: datetime) -> tuple[dict[str, Categories], dict[str, list[str]]]:
-    """`WarningReads` for these alert names and signals, every statement sent before any result is read."""
-    reads = WarningReads(cur, project, now)
-    reads.ask(list(dict.fromkeys(alert_names)), signals)
-    return reads.categories(list(dict.fromkeys(alert_names))), reads.misleading()

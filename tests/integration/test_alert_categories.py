@@ -1,4 +1,4 @@
-"""The alternative_root_causes warning's read (`retrieval.warning_reads`), against the real PostgreSQL.
+"""The alternative_root_causes warning's read (`retrieval.WarningReads`), against the real PostgreSQL.
 
 For every alert name of a briefing's hints: each name's categories among active records of the caller's
 tenant, with up to three example incidents; retracted records and other tenants count for nothing.
@@ -26,7 +26,7 @@ def approve(svc: GovernedServices, tenant: str, category: str, service: str = "l
 
 def categories(svc: GovernedServices, tenant: str, names: list[str]) -> dict[str, dict[str, set[str]]]:
     with svc.db.tenant_transaction(tenant) as cur:
-        return retrieval.warning_reads(cur, names, [], None, datetime.now(UTC))[0]
+        return retrieval.WarningReads(cur, None, datetime.now(UTC)).categories(names)
 
 
 def test_every_alert_name_is_answered_only_from_active_records_of_the_tenant(
