@@ -25,12 +25,9 @@ Cursor = psycopg.Cursor[DictRow]
 Row = dict[str, Any]
 
 
-def _dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-# JSON columns (episodes, candidates, evidence) are on the projector's hot path: orjson, not json.
-set_json_dumps(_dumps)
+# JSON columns (episodes, candidates, evidence) are on the projector's hot path: orjson, not json. psycopg sends
+# the bytes orjson returns as they are (a str would be encoded again).
+set_json_dumps(orjson.dumps)
 set_json_loads(orjson.loads)
 
 
