@@ -81,3 +81,20 @@ def test_reads_asked_ahead_are_answered_with_the_next_round_trip_and_kept(svc: G
         assert reads.categories(["Alert", "NoSuchAlert"]) == {"Alert": {"disk_full": {disk}}, "NoSuchAlert": {}}
         assert reads.categories(["Alert"]) == {"Alert": {"disk_full": {disk}}}  # kept, not read twice
         assert reads.misleading() == {} and reads.misleading() == {}
+
+
+def test_one_ask_answers_both_the_categories_and_the_tenants_misleading_signals(svc: GovernedServices) -> None:
+    """The signal half of the single statement: this tenant's rows per signal asked for, no other tenant's."""
+    tenant, other = f"ac-{uuid.uuid4().hex[:8]}", f"ac-{uuid.uuid4().hex[:8]}"
+    _, disk = approve(svc, tenant, "disk_full")
+    for who, incident in ((tenant, "INC-M1"), (tenant, "INC-M2"), (other, "INC-X")):
+        with svc.db.tenant_transaction(who) as cur:
+            cur.execute("INSERT INTO misleading_signals (tenant, event_id, project, incident_id, signal, reason)"
+                        " VALUES (%s, %s, 'default', %s, 'node_cpu_high', 'a batch job, not the node')",
+                        (who, uuid.uuid4(), incident))
+    with svc.db.tenant_transaction(tenant, pipeline=True) as cur:
+        reads = retrieval.WarningReads(cur, None, datetime.now(UTC))
+        reads.ask(["Alert"], ["node_cpu_high", "disk_usage_high"])
+        assert sorted(reads.misleading()["node_cpu_high"]) == ["INC-M1", "INC-M2"]
+        assert set(reads.misleading()) == {"node_cpu_high"}
+        assert reads.categories(["Alert"]) == {"Alert": {"disk_full": {disk}}}
