@@ -19,11 +19,13 @@ from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
-from schemas.guard import UnsafeInput
+from schemas.guard import Problem, UnsafeInput
 from services.api import ui
+from services.api.hot_route import HotRoute
 from services.api.middleware import RequestGuard, RequestTiming
-from services.api.routes import router
+from services.api.routes import BRIEFING_ROUTE, router
 from services.briefing.semantic import SemanticIndex, make_embedder
 from services.briefing.service import BriefingService
 from services.collectors.kubernetes import KubernetesCollector, api_client
@@ -97,6 +99,17 @@ def _field_of(loc: tuple[Any, ...]) -> str:
     return out or "body"
 
 
+def _unsafe_query(problem: Problem) -> JSONResponse:
+    return _error(422, "invalid", f"{problem.path}: {problem.reason}", problem.path)
+
+
+class OpsloreApi(FastAPI):
+    """The FastAPI app, with POST /v1/briefings dispatched at the top of its middleware stack (`HotRoute`)."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return HotRoute(super().build_middleware_stack(), self, BRIEFING_ROUTE, _unsafe_query)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(OpsloreError)
     async def _opslore(_: Request, exc: OpsloreError) -> JSONResponse:
@@ -158,10 +171,10 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
 
     logs.configure(settings.log_format)
     tracing.configure(settings.otel_exporter_otlp_endpoint)
-    app = FastAPI(title="opslore", version="0.1.0", lifespan=lifespan)
+    app = OpsloreApi(title="opslore", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
 
-    app.add_middleware(RequestGuard, reject=lambda p: _error(422, "invalid", f"{p.path}: {p.reason}", p.path))
+    app.add_middleware(RequestGuard, reject=_unsafe_query)
     app.add_middleware(RequestTiming)  # outside the guard: a rejected request is timed and logged too
     app.include_router(router)
     app.include_router(ui.router)

@@ -198,6 +198,7 @@ async def briefing(body: BriefingRequest, svc: Svc, caller: Caller, request: Req
 
 router.add_api_route("/v1/briefings", briefing, methods=["POST"], response_model=BriefingResponse,
                      route_class_override=LeanJsonRoute)  # parameters solved by hand: the read path's hot spot
+BRIEFING_ROUTE = next(r for r in router.routes if isinstance(r, LeanJsonRoute))  # served by `HotRoute`
 
 
 @router.post("/v1/alerts/alertmanager", response_model=IntakeAnswer)
