@@ -128,7 +128,7 @@ class BriefingService:
         self.gateway = gateway
         self.semantic = semantic
         self.cache = VersionCache(settings.briefing_cache_versions)
-        self.recorder = BriefingRecorder(settings.briefing_recorder_threads)
+        self.recorder = BriefingRecorder(settings.briefing_recorder_threads, wake_at=db.pool.max_size // 4)
 
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -16,7 +17,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from schemas.api import BriefingRequest
+from services.briefing import recorder as recorder_module
 from services.briefing import records
+from services.briefing.recorder import BriefingRecorder
 from services.briefing.service import BriefingService
 from services.common.auth import Principal
 from services.common.db import Database
@@ -130,3 +133,41 @@ def test_an_error_before_the_commit_records_nothing_and_returns_the_connection(
         assert svc.briefing.issued(agent(tenant), briefing_id) is None
         assert cited_edges(svc.db, tenant, briefing_id) == 0
     assert svc.briefing.brief(agent(tenant), QUESTION).hints
+
+
+def idle(db: Database) -> int:
+    return db.pool.get_stats().get("pool_available", 0)
+
+
+def test_the_recorder_returns_connections_in_rounds_without_being_asked(
+        svc: GovernedServices, monkeypatch: pytest.MonkeyPatch) -> None:
+    tenant = approved_tenant(svc)
+    monkeypatch.setattr(recorder_module, "TICK", 0.5)
+    service = BriefingService(svc.db, Settings())
+    service.recorder.close()
+    service.recorder = recorder = BriefingRecorder(1, wake_at=100)  # rounds on the tick only
+    answer = service.brief(agent(tenant), QUESTION)
+    pool = svc.db.pool.get_stats()["pool_size"]
+    assert idle(svc.db) == pool - 1  # answered; its connection waits for the round
+    deadline = time.monotonic() + 5
+    while idle(svc.db) < pool and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert idle(svc.db) == pool  # nobody read the answer: a round settled it
+    with svc.db.tenant_transaction(tenant) as cur:
+        assert records.get(cur, answer.briefing_id) is not None
+    recorder.close()
+
+
+def test_open_records_start_a_round_early_and_close_settles_the_rest(svc: GovernedServices) -> None:
+    tenant = approved_tenant(svc)
+    service = BriefingService(svc.db, Settings())
+    service.recorder.close()
+    service.recorder = recorder = BriefingRecorder(1, wake_at=2)
+    started = time.monotonic()
+    for _ in range(8):  # twice the pool: each pair of open records starts a round before the pool runs dry
+        service.brief(agent(tenant), QUESTION)
+    assert time.monotonic() - started < 5.0  # never waited out the pool's 5 s checkout timeout
+    last = service.brief(agent(tenant), QUESTION)
+    recorder.close()  # the last one is settled by the close, not by a reader
+    assert idle(svc.db) == svc.db.pool.get_stats()["pool_size"]
+    assert service.issued(agent(tenant), last.briefing_id) is not None
