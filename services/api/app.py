@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,6 +22,7 @@ from starlette.types import ASGIApp
 
 from schemas.guard import Problem, UnsafeInput
 from services.api import ui
+from services.api.briefing_threads import BriefingThreads
 from services.api.hot_route import HotRoute
 from services.api.middleware import RequestGuard, RequestTiming
 from services.api.routes import BRIEFING_ROUTE, router
@@ -158,11 +158,12 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = services or build_services(settings)
-        app.state.briefing_threads = anyio.CapacityLimiter(settings.api_briefing_threads)
+        app.state.briefing_threads = BriefingThreads(settings.api_briefing_threads)
         analyzer.warm()
         gc.freeze()  # jieba's dictionary and everything else built at start: out of every GC pass (tail latency)
         async with mcp_server.session_manager.run():
             yield
+        app.state.briefing_threads.close()
         if services is None:
             app.state.services.briefing.close()  # records of briefings already answered commit first
             app.state.services.gateway.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter as Tally
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -33,9 +34,8 @@ def observe_briefing(response: BriefingResponse, seconds: float) -> None:
     outcome = "degraded" if response.degraded else "hints" if response.hints else "abstained"
     BRIEFING_SECONDS.labels(outcome).observe(seconds)
     BRIEFING_HINTS.observe(len(response.hints))
-    for hint in response.hints:
-        for warning in hint.warnings:
-            BRIEFING_WARNINGS.labels(warning.code).inc()
+    for code, count in Tally(w.code for hint in response.hints for w in hint.warnings).items():
+        BRIEFING_WARNINGS.labels(code).inc(count)
 
 
 class ReviewQueueCollector(Collector):

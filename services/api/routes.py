@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-import anyio
 import orjson
 from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
@@ -52,6 +51,7 @@ from schemas.views import (
     Rejected,
     VerifyResult,
 )
+from services.api.briefing_threads import BriefingThreads
 from services.api.deps import Caller, Svc
 from services.api.lean_route import LeanJsonRoute
 from services.api.metrics import EVENTS_ACCEPTED, exposition, observe_briefing
@@ -186,12 +186,10 @@ def rollback(family_id: UUID, body: RollbackRequest, svc: Svc, caller: Caller) -
 
 async def briefing(body: BriefingRequest, svc: Svc, caller: Caller, request: Request) -> Response:
     """Serialized once, by orjson, from the model (`explain` only when asked): the read path's hot spot.
-    Computed on the briefing threads (`OPSLORE_API_BRIEFING_THREADS` at once; the rest wait their turn), a
-    bulkhead apart from the thread pool of every other sync route: 32 clients on 2 cores made 88 briefings/s
-    with 40 threads contending, 148/s with 4."""
+    Computed on the process's briefing threads (`BriefingThreads`), apart from every other sync route's."""
     start = time.perf_counter()
-    response = await anyio.to_thread.run_sync(svc.briefing.brief, caller, body,
-                                              limiter=request.app.state.briefing_threads)
+    threads: BriefingThreads = request.app.state.briefing_threads
+    response = await threads.run(svc.briefing.brief, caller, body)
     observe_briefing(response, time.perf_counter() - start)
     return Response(orjson.dumps(response.wire()), media_type="application/json")
 

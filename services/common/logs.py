@@ -97,7 +97,15 @@ class MaskingFormatter(logging.Formatter):
 
 
 def configure(fmt: str = "text", level: int = logging.INFO) -> None:
-    """Root logging for an opslore process: JSON lines or masked plain text, on stderr."""
+    """Root logging for an opslore process: JSON lines or masked plain text, on stderr.
+
+    Neither format shows the caller's file and line, the thread or the process, so records do not collect
+    them (the logging HOWTO's "Optimization" switches): one less stack walk and three lookups per line, on
+    every request's access line."""
+    logging._srcfile = None
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else
                          MaskingFormatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
