@@ -63,6 +63,9 @@ class BriefingRecorder:
         if self._thread is None:
             tx.settle()
             return
+        if self._closing:  # a briefing that finished after `close`: no round will come for it
+            self._settle(briefing_id, tx)
+            return
         with self._lock:
             self._open[briefing_id] = tx
             due = len(self._open) >= self._wake_at

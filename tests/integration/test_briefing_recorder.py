@@ -171,3 +171,6 @@ def test_open_records_start_a_round_early_and_close_settles_the_rest(svc: Govern
     recorder.close()  # the last one is settled by the close, not by a reader
     assert idle(svc.db) == svc.db.pool.get_stats()["pool_size"]
     assert service.issued(agent(tenant), last.briefing_id) is not None
+    late = service.brief(agent(tenant), QUESTION)  # answered after the close: settled at once, not left open
+    assert idle(svc.db) == svc.db.pool.get_stats()["pool_size"]
+    assert service.issued(agent(tenant), late.briefing_id) is not None
