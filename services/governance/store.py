@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 
 from schemas.memory import ProposalState
 from services.common.db import Cursor, Row
+from services.common.errors import Conflict
 from services.governance.jobs import Candidate, Family, Proposal
 
 FACTS_SQL = """
@@ -38,6 +39,14 @@ SELECT c.candidate_id, c.project, c.incident_id, c.content->>'root_cause_categor
  ORDER BY c.created_at, c.candidate_id"""
 
 
+INSERT_ROUNDS = 5
+INSERT_PROPOSAL_SQL = """
+INSERT INTO governance_proposals (tenant, proposal_id, run_id, project, kind, fingerprint, family_ids, reason,
+                                  change, based_on, state)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'proposed')
+ON CONFLICT (tenant, fingerprint) WHERE state = 'proposed' DO NOTHING RETURNING *"""
+
+
 def families(cur: Cursor, project: str | None) -> list[Family]:
     cur.execute(FACTS_SQL, {"project": project})
     return [Family(**{**r, "signals": frozenset(r["signals"]), "source_incidents": tuple(r["source_incidents"])})
@@ -57,22 +66,25 @@ def insert_run(cur: Cursor, tenant: str, project: str | None, jobs: list[str], a
 
 
 def insert_proposal(cur: Cursor, tenant: str, run_id: UUID, p: Proposal) -> Row:
-    """The open proposal for this finding: the new row, or the one an earlier preview already wrote."""
+    """The open proposal for this finding: the new row, or the one an earlier preview already wrote.
+
+    Under READ COMMITTED the open row that made the INSERT do nothing can leave `proposed` (another
+    worker executes it or marks it stale and commits) before the SELECT that reads it: the finding then
+    has no open proposal any more, so the INSERT is tried again and this time writes one. Each round
+    needs a concurrent commit to fail, so a few rounds always end."""
     based_on = [{"family_id": str(f), "version": v} for f, v in p.based_on]
-    cur.execute(
-        """INSERT INTO governance_proposals (tenant, proposal_id, run_id, project, kind, fingerprint, family_ids,
-                                             reason, change, based_on, state)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'proposed')
-           ON CONFLICT (tenant, fingerprint) WHERE state = 'proposed' DO NOTHING RETURNING *""",
-        (tenant, uuid4(), run_id, p.project, p.kind, p.fingerprint, list(p.family_ids), p.reason,
-         Jsonb(p.change), Jsonb(based_on)))
-    row = cur.fetchone()
-    if row is None:
-        cur.execute("SELECT * FROM governance_proposals WHERE fingerprint = %s AND state = 'proposed'",
-                    (p.fingerprint,))
+    params = (tenant, uuid4(), run_id, p.project, p.kind, p.fingerprint, list(p.family_ids), p.reason,
+              Jsonb(p.change), Jsonb(based_on))
+    for _ in range(INSERT_ROUNDS):
+        cur.execute(INSERT_PROPOSAL_SQL, params)
         row = cur.fetchone()
-    assert row is not None
-    return row
+        if row is None:
+            cur.execute("SELECT * FROM governance_proposals WHERE fingerprint = %s AND state = 'proposed'",
+                        (p.fingerprint,))
+            row = cur.fetchone()
+        if row is not None:
+            return row
+    raise Conflict("the open proposals for this finding kept changing under the preview; run it again")
 
 
 def open_proposals(cur: Cursor, kinds: list[str], project: str | None) -> list[Row]:
