@@ -24,7 +24,7 @@ from collections.abc import Callable, Coroutine
 from functools import lru_cache
 from typing import Any, get_type_hints
 
-from fastapi.exceptions import RequestValidationError
+from fastapi.exceptions import HTTPException, RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
@@ -61,6 +61,8 @@ def decoded(body: bytes, content_type: str | None) -> Any:
     except json.JSONDecodeError as exc:
         raise RequestValidationError([{"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error",
                                        "input": {}, "ctx": {"error": exc.msg}}], body=exc.doc) from exc
+    except Exception as exc:  # not UTF-8, nested past the recursion limit: FastAPI's 400, not a 500
+        raise HTTPException(status_code=400, detail="There was an error parsing the body") from exc
 
 
 def validated(model: type[BaseModel], value: Any) -> BaseModel:
