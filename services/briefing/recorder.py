@@ -63,13 +63,14 @@ class BriefingRecorder:
         if self._thread is None:
             tx.settle()
             return
-        if self._closing:  # a briefing that finished after `close`: no round will come for it
-            self._settle(briefing_id, tx)
-            return
-        with self._lock:
-            self._open[briefing_id] = tx
+        with self._lock:  # `close` flips `_closing` under this lock: a transaction is queued or settled here
+            closing = self._closing
+            if not closing:
+                self._open[briefing_id] = tx
             due = len(self._open) >= self._wake_at
-        if due:
+        if closing:  # a briefing that finished after `close`: no round will come for it
+            self._settle(briefing_id, tx)
+        elif due:
             self._round.set()
 
     def issued(self, db: Database, tenant: str, briefing_id: UUID) -> StoredBriefing | None:
@@ -96,7 +97,8 @@ class BriefingRecorder:
     def close(self) -> None:
         """Settle every briefing still open (graceful shutdown)."""
         if self._thread is not None:
-            self._closing = True
+            with self._lock:
+                self._closing = True
             self._round.set()
             self._thread.join()
 
