@@ -20,7 +20,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from schemas.guard import Problem, UnsafeInput
+from schemas.guard import Problem, UnsafeInput, shown_key
 from services.api import ui
 from services.api.briefing_threads import BriefingThreads
 from services.api.hot_route import HotRoute
@@ -84,15 +84,25 @@ def build_verifier(settings: Settings) -> HintVerifier:
     return HintVerifier(prom, kube, settings.kube_namespace)
 
 
+MAX_ERROR_TEXT = 1000  # characters of an error's message or field that repeat the input
+
+
+def _encodable(text: str) -> str:
+    """Whatever the input was, an error body can be encoded: lone surrogates become escapes, and what
+    repeats the input is cut to MAX_ERROR_TEXT characters."""
+    short = text if len(text) <= MAX_ERROR_TEXT else text[:MAX_ERROR_TEXT] + "…"
+    return short.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _error(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
-    body: dict[str, Any] = {"code": code, "message": message}
+    body: dict[str, Any] = {"code": code, "message": _encodable(message)}
     if field:
-        body["field"] = field
+        body["field"] = _encodable(field)
     return JSONResponse(status_code=status, content={"error": body})
 
 
 def _field_of(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path")]
+    parts = [str(p) if isinstance(p, int) else shown_key(str(p)) for p in loc if p not in ("body", "query", "path")]
     out = ""
     for p in parts:
         out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)

@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers, MutableHeaders, QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from schemas.guard import Problem, text_problem
+from schemas.guard import Problem, name_problem, shown_key
 from services.api.metrics import REQUEST_SECONDS
 from services.common import logs, tracing
 
@@ -28,18 +28,19 @@ access = logging.getLogger("opslore.access")
 
 
 def query_problem(path: str, query_string: bytes) -> Problem | None:
-    """Control characters in the path or the query, or a query parameter given twice."""
-    reason = text_problem(path)
+    """Control characters in the path or the query, or a query parameter given twice. Stricter than a body's
+    text (schemas.guard): what a URL carries names things, it is not evidence."""
+    reason = name_problem(path)
     if reason:
         return Problem("path", reason)
     seen: set[str] = set()
     for key, value in QueryParams(query_string).multi_items():
         if key in seen:
-            return Problem(key, "query parameter given more than once")
+            return Problem(shown_key(key), "query parameter given more than once")
         seen.add(key)
-        reason = text_problem(key) or text_problem(value)
+        reason = name_problem(key) or name_problem(value)
         if reason:
-            return Problem(key, reason)
+            return Problem(shown_key(key), reason)
     return None
 
 

@@ -131,7 +131,7 @@ def test_unsafe_values_anywhere_are_422_naming_the_field(tenant_client: TenantFa
     cases: list[tuple[str, str, dict[str, Any], str]] = [
         ("POST", f"/v1/records/{family}/retract", {"json": {"reason": "r\x00"}}, "reason"),
         ("POST", "/v1/briefings", {"json": {"services": ["a", "b\x00"]}}, "services[1]"),
-        ("POST", "/v1/briefings", {"json": {"entities": ["e\x07"]}}, "entities[0]"),
+        ("POST", "/v1/briefings", {"json": {"alert": {"name": "A", "labels": {"k\x07": "v"}}}}, "alert.labels.k"),
         ("POST", "/v1/briefings", {"json": {"environment": "prod\x00"}}, "environment"),
         ("POST", "/v1/briefings", {"json": {"alert": {"name": "A", "labels": {"k": "v\x00"}}}}, "alert.labels.k"),
         ("POST", "/v1/briefings", {"json": {"alert": {"name": "A", "labels": {str(i): "v" for i in range(100)}}}},
