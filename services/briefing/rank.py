@@ -1,44 +1,92 @@
-"""BriefingRanker: pure, explainable scoring of retrieved record versions against a briefing request.
+"""The briefing's ranking: pure, explainable scoring of retrieved record versions against a question.
 
-Relevance is fused from independent channels, each a strength in [0, 1]:
+Two decisions, two models (see README "Recall on real incidents" and `replay/ranker_fit.py`):
 
-  lexical    BM25 (tf = 1, the analyzer dedupes) over the record's words, idf from the tenant's own index,
-             relative to the idf of a word only one version has, so a word unique to one record weighs 1
-             whatever the corpus size;
-             generic SRE words ("error", "latency", "service") count a quarter
-  concept    the same over alias concepts (`concept:*`, both languages), which are stronger evidence
-  structured exact alert name, share of requested signals the record has, entities, same service
-  misleading a requested signal that this record marked misleading (its lesson is about that signal)
-  semantic   embedding similarity, when the optional branch answered, mapped through the embedder's
-             calibrated floor and ceiling
+Ranking. The text evidence that a record is the same kind of incident is a logistic model over features of
+the question and the record, fitted on the training part of the real-incident corpus (each history incident
+asked with its own symptoms against the others: same root-cause class or not) and shipped as data
+(`data/ranker.json`, per embedding model, with a lexical-only variant for when the embedding is off or down):
 
-and fused with a noisy-OR, relevance = 1 - prod(1 - s): a channel the request cannot use, or a field
-memory has no vocabulary for (a new service, alert or signal name), adds nothing and subtracts nothing.
+  semantic       cosine of the question's and the record's embeddings (symptoms and lesson)
+  semantic_gap   that cosine minus the best cosine among this question's candidates (<= 0)
+  lexical        log(1 + BM25 mass): the question's words the record has, each weighted by the tenant's idf
+                 relative to that of a word only one version has (generic SRE words count a quarter), times
+                 the BM25 length norm of the record
+  lexical_share  that mass over the best mass among this question's candidates
+  concept        log(1 + the same mass over alias concepts, `concept:*`, which bridge both languages)
 
-Abstention (the rule `explain` reports): a hint needs relevance >= `min_relevance` AND a specific match
-(anything beyond "same service"). Ranking then multiplies relevance by quality (confidence adjusted by
-feedback, time decay, environment fit) and by the share of the evidence that points at the record's
-root-cause category among everything retrieved for this question (`infer_categories`), so several
-similar past incidents reinforce their common lesson.
+The model's probability is then combined by a noisy-OR with the structured channels, identity evidence that
+a tenant's own history has and a corpus of many organisations cannot (an organisation names its alerts and
+signals the same way each time): exact alert name, share of requested signals, entities, same service, and
+a requested signal that the record marked misleading. Their weights are documented priors, not fitted.
+
+Abstention (the rule `explain` reports): a hint needs relevance >= the model's `min_relevance` (chosen on the
+dev questions by the outcome, checks sent against recurrences found: `replay/ranker_fit.py`) AND a match
+beyond "same service". Ranking multiplies relevance by quality (confidence adjusted by feedback, time decay,
+environment fit) and by the share of the evidence that points at the record's root-cause category among
+everything kept for this question (`infer_categories`), so several similar past incidents reinforce their
+common lesson.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
+from functools import cache, cached_property
+from importlib import resources
+from typing import Any
 
 from services.briefing.facts import RecordFacts
 from services.lexicon.analyzer import CONCEPT_PREFIX, GENERIC_TERMS
 from services.lexicon.index import CorpusStats
 
-K1, B = 1.2, 0.75
+K1, B = 1.2, 0.75  # Okapi BM25's usual values
 GENERIC_WEIGHT = 0.25
-STRUCTURED = {"alert": 0.45, "signal": 0.6, "entity": 0.3, "service": 0.2}
-MISLEADING_STRENGTH = 0.5
-_WEIGHT = {**STRUCTURED, "lexical": 1.0, "concept": 1.0, "misleading": 1.0, "semantic": 1.0}
+STRUCTURED = {"alert": 0.45, "signal": 0.6, "entity": 0.3, "service": 0.2, "misleading": 0.5}
+TEXT_FEATURES = ("semantic", "semantic_gap", "lexical", "lexical_share", "concept")
+
+
+@dataclass(frozen=True)
+class TextModel:
+    """A fitted logistic model of "same kind of incident" over `features`, and where it abstains."""
+
+    name: str
+    features: tuple[str, ...]
+    coefficients: tuple[float, ...]
+    intercept: float
+    min_relevance: float
+    category_weight: float
+
+    def probability(self, x: dict[str, float]) -> float:
+        z = self.intercept
+        for name, w in zip(self.features, self.coefficients, strict=True):
+            z += w * x.get(name, 0.0)
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    @classmethod
+    def of(cls, name: str, doc: dict[str, Any]) -> TextModel:
+        return cls(name=name, features=tuple(doc["features"]),
+                   coefficients=tuple(float(c) for c in doc["coefficients"]),
+                   intercept=float(doc["intercept"]), min_relevance=float(doc["min_relevance"]),
+                   category_weight=float(doc["category_weight"]))
+
+
+@cache
+def shipped_models() -> dict[str, TextModel]:
+    """The fitted models shipped with the package (`data/ranker.json`): one per embedding model key, and
+    `lexical` for a question answered without an embedding."""
+    doc = json.loads((resources.files("services.briefing") / "data" / "ranker.json").read_text(encoding="utf-8"))
+    return {name: TextModel.of(name, m) for name, m in doc["models"].items()}
+
+
+def text_model(embedding_model: str | None) -> TextModel:
+    """The shipped model for an embedding model key (None: the lexical one). An embedding model nobody fitted
+    falls back to the lexical model, whose answer does not depend on the cosines' scale."""
+    models = shipped_models()
+    return models.get(embedding_model or "lexical", models["lexical"])
 
 
 @dataclass(frozen=True)
@@ -69,15 +117,14 @@ class RankQuery:
 
 @dataclass(frozen=True)
 class RankPolicy:
-    # calibrated on replay/realworld (real postmortems): see README "Recall on real incidents"
-    min_relevance: float = 0.5
     half_life_days: float = 30.0
     now: datetime | None = None
-    lexical_scale: float = 4.0  # normalised BM25 mass at which the lexical strength reaches 1 - 1/e
-    concept_scale: float = 1.2
-    category_weight: float = 0.5
-    semantic_floor: float = 0.0  # cosine at or below which the semantic channel says nothing
-    semantic_ceiling: float = 1.0  # cosine at which it is certain
+    model: TextModel = field(default_factory=lambda: text_model(None))
+    min_relevance: float | None = None  # an operator's override of the model's abstention point
+
+    @property
+    def threshold(self) -> float:
+        return self.model.min_relevance if self.min_relevance is None else self.min_relevance
 
 
 @dataclass(slots=True)
@@ -151,42 +198,59 @@ class TermWeights:
                    tuple((t, _weight(t, stats)) for t in sorted(q.concepts)))
 
 
-def channels(q: RankQuery, row: RecordFacts, stats: CorpusStats, policy: RankPolicy,
-             semantic: float | None = None, weights: TermWeights | None = None) -> dict[str, float]:
-    """Each channel's strength in [0, 1] for this record (the ranker's inner loop: ~70 rows per briefing)."""
-    weights = weights or TermWeights.of(q, stats)
-    sem = 0.0
-    if semantic is not None and policy.semantic_ceiling > policy.semantic_floor:
-        sem = min(max((semantic - policy.semantic_floor) / (policy.semantic_ceiling - policy.semantic_floor), 0.0), 1.0)
-    words, concepts = _mass(weights.words, row.lexemes), _mass(weights.concepts, row.lexemes)
-    if words or concepts:  # the length normalisation, once for both
-        norm = _bm25_norm(row, stats)
-        words, concepts = words * norm, concepts * norm
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What one record shares with the question before any comparison with the other candidates."""
+
+    words: float  # BM25 mass of the question's words in the record
+    concepts: float
+    cosine: float | None  # None: no embedding for this record or question
+
+    @classmethod
+    def of(cls, row: RecordFacts, stats: CorpusStats, weights: TermWeights, cosine: float | None) -> Evidence:
+        words, concepts = _mass(weights.words, row.lexemes), _mass(weights.concepts, row.lexemes)
+        if words or concepts:  # the length normalisation, once for both
+            norm = _bm25_norm(row, stats)
+            words, concepts = words * norm, concepts * norm
+        return cls(words, concepts, cosine)
+
+
+def text_features(e: Evidence, best_words: float, best_cosine: float | None) -> dict[str, float]:
+    """The text model's inputs for one record, given the best mass and cosine among the question's candidates."""
+    cos = e.cosine if e.cosine is not None else 0.0
     return {
-        "lexical": 1.0 - math.exp(-words / policy.lexical_scale) if words > 0 else 0.0,
-        "concept": 1.0 - math.exp(-concepts / policy.concept_scale) if concepts > 0 else 0.0,
+        "semantic": cos,
+        "semantic_gap": cos - best_cosine if e.cosine is not None and best_cosine is not None else 0.0,
+        "lexical": math.log1p(e.words),
+        "lexical_share": e.words / best_words if best_words > 0 else 0.0,
+        "concept": math.log1p(e.concepts),
+    }
+
+
+def structured(q: RankQuery, row: RecordFacts) -> dict[str, float]:
+    """The identity channels, each a strength in [0, 1]."""
+    return {
         "alert": 1.0 if q.alert and q.alert == row.alert_name else 0.0,
         "signal": len(q.signals & row.signals) / len(q.signals) if q.signals else 0.0,
         "entity": len(q.entities & row.entities.union(row.services)) / len(q.entities) if q.entities else 0.0,
         "service": 1.0 if not q.services.isdisjoint(row.services) else 0.0,
-        "misleading": MISLEADING_STRENGTH if not q.signals.isdisjoint(row.misleading_signals) else 0.0,
-        "semantic": sem,
+        "misleading": 1.0 if not q.signals.isdisjoint(row.misleading_signals) else 0.0,
     }
 
 
-def fuse(parts: dict[str, float]) -> float:
-    """Noisy-OR of the channels; structured ones enter with their weights (a channel at 0 multiplies by 1)."""
-    miss = 1.0
+def fuse(text: float, parts: dict[str, float]) -> float:
+    """Noisy-OR of the text model's probability and the structured channels at their weights (a channel at 0
+    multiplies by 1: what the question cannot use, or memory has no name for, neither adds nor dilutes)."""
+    miss = 1.0 - text
     for name, strength in parts.items():
         if strength:
-            miss *= 1.0 - _WEIGHT.get(name, 1.0) * strength
+            miss *= 1.0 - STRUCTURED[name] * strength
     return 1.0 - miss
 
 
-def is_specific(parts: dict[str, float]) -> bool:
-    """Something beyond 'same service' must match."""
-    return (parts["lexical"] >= 0.25 or parts["concept"] > 0 or parts["signal"] > 0 or parts["alert"] > 0
-            or parts["entity"] > 0 or parts["misleading"] > 0 or parts["semantic"] >= 0.5)
+def is_specific(text: float, parts: dict[str, float], threshold: float) -> bool:
+    """Something beyond 'same service' must match: the text on its own, or an identity channel but the service."""
+    return text >= threshold or any(v > 0 for k, v in parts.items() if k != "service")
 
 
 def adjusted_confidence(row: RecordFacts) -> float:
@@ -237,14 +301,7 @@ def infer_categories(kept: list[Scored]) -> dict[str, float]:
     return {c: round(v / total, 4) for c, v in sorted(votes.items(), key=lambda kv: -kv[1])} if total else {}
 
 
-def score(q: RankQuery, row: RecordFacts, policy: RankPolicy, stats: CorpusStats,
-          semantic: float | None = None, weights: TermWeights | None = None) -> Scored:
-    return _scored(q, row, policy, channels(q, row, stats, policy, semantic, weights))
-
-
-def _scored(q: RankQuery, row: RecordFacts, policy: RankPolicy, parts: dict[str, float],
-            rel: float | None = None) -> Scored:
-    rel = fuse(parts) if rel is None else rel
+def _scored(q: RankQuery, row: RecordFacts, policy: RankPolicy, parts: dict[str, float], rel: float) -> Scored:
     conf = adjusted_confidence(row)
     dec = decay(row, policy)
     env = environment_fit(q, row)
@@ -264,23 +321,27 @@ class Ranked:
 def rank(q: RankQuery, rows: list[RecordFacts], policy: RankPolicy, limit: int,
          similarities: dict[tuple[str, int], float] | None = None,
          stats: CorpusStats | None = None) -> Ranked:
-    """`similarities`: embedding cosine per (family_id, version) when the semantic branch answered;
-    `stats`: the tenant's BM25 statistics (default: those of `rows`)."""
+    """`similarities`: embedding cosine per (family_id, version) when the semantic branch answered (then the
+    policy's model should be the embedding's); `stats`: the tenant's BM25 statistics (default: those of `rows`)."""
     stats = stats if stats is not None else stats_from_rows(rows)
     weights = TermWeights.of(q, stats)
+    rows = [row for row in rows if applicable(q, row)]
+    evidence = [Evidence.of(row, stats, weights, similarities.get(row.key) if similarities else None) for row in rows]
+    best_words = max((e.words for e in evidence), default=0.0)
+    best_cosine = max((e.cosine for e in evidence if e.cosine is not None), default=None)
+    model, threshold = policy.model, policy.threshold
     kept: list[Scored] = []
-    for row in rows:
-        if not applicable(q, row):
-            continue
-        sim = similarities.get(row.key) if similarities else None
-        parts = channels(q, row, stats, policy, sim, weights)
-        if is_specific(parts) and (rel := fuse(parts)) >= policy.min_relevance:
-            kept.append(_scored(q, row, policy, parts, rel))
+    for row, e in zip(rows, evidence, strict=True):
+        features = text_features(e, best_words, best_cosine)
+        text = model.probability(features)
+        parts = structured(q, row)
+        if is_specific(text, parts, threshold) and (rel := fuse(text, parts)) >= threshold:
+            kept.append(_scored(q, row, policy, {**features, "text": text, **parts}, rel))
     shares = infer_categories(kept)
-    rule = f"relevance >= {policy.min_relevance} and a match beyond the service"
+    rule = f"relevance >= {threshold:.3f} ({model.name}) and a match beyond the service"
     for s in kept:
         share = shares.get(s.facts.root_cause_category or "", 0.0)
-        s.score = round(s.score * (1.0 + policy.category_weight * share), 4)
+        s.score = round(s.score * (1.0 + model.category_weight * share), 4)
         s.category_share, s.rule = share, rule
     kept.sort(key=lambda s: (-s.score, -s.relevance, s.facts.family_id))  # uuid order is its hex string's
     return Ranked(kept[:limit], shares)

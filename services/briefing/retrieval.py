@@ -40,6 +40,23 @@ JOIN LATERAL (SELECT 1 FROM memory_families f  -- per picked row, by primary key
 LEFT JOIN family_feedback fb ON fb.family_id = p.family_id
 """
 
+# The semantic branch's versions (nearest to the question in the process's vector index, any state): kept only
+# while the version is its family's current one, active and inside its validity window, in the caller's project;
+# under RLS, by primary key, like the pick above.
+_CURRENT = """
+SELECT k.family_id, k.version, coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted
+FROM unnest(%(families)s::uuid[], %(versions)s::int[]) k(family_id, version)
+JOIN LATERAL (SELECT 1 FROM memory_families f
+              WHERE f.family_id = k.family_id AND f.current_version = k.version AND f.state = 'active'
+              LIMIT 1) f ON true
+JOIN LATERAL (SELECT 1 FROM memory_versions v
+              WHERE v.family_id = k.family_id AND v.version = k.version AND v.state = 'active'
+                AND (%(project)s::text IS NULL OR v.project = %(project)s)
+                AND v.valid_from <= %(now)s AND (v.valid_until IS NULL OR v.valid_until > %(now)s)
+              LIMIT 1) v ON true
+LEFT JOIN family_feedback fb ON fb.family_id = k.family_id
+"""
+
 _FACTS = """
 SELECT v.family_id, v.version, v.memory_type, v.alert_name, v.services, v.signals, v.entities,
        v.confidence, v.environment, v.cluster, v.version_range, v.topology_fingerprint,
@@ -64,7 +81,21 @@ def fetch_candidates(cur: Cursor, req: BriefingRequest, tokens: list[str], proje
         "alert": req.alert.name if req.alert else None, "services": req.services,
         "signals": req.signals, "limit": BRANCH_LIMIT, "text_cap": TEXT_MATCH_CAP,
     })
-    picked = [((r["family_id"], r["version"], stats.generation), r) for r in cur.fetchall()]
+    return _facts_of(cur, cur.fetchall(), stats, cache)
+
+
+def fetch_current(cur: Cursor, keys: list[VersionKey], project: str | None, now: datetime, stats: CorpusStats,
+                  cache: VersionCache) -> list[RecordFacts]:
+    """The facts of those of `keys` (the semantic branch's nearest versions) that a briefing may cite now."""
+    if not keys:
+        return []
+    cur.execute(_CURRENT, {"families": [k[0] for k in keys], "versions": [k[1] for k in keys],
+                           "project": project, "now": now})
+    return _facts_of(cur, cur.fetchall(), stats, cache)
+
+
+def _facts_of(cur: Cursor, rows: list[Row], stats: CorpusStats, cache: VersionCache) -> list[RecordFacts]:
+    picked = [((r["family_id"], r["version"], stats.generation), r) for r in rows]
     known, missing = cache.facts(key for key, _ in picked)
     if missing:
         known.update(_read_facts(cur, missing))

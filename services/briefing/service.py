@@ -12,11 +12,14 @@ import logging
 import math
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import orjson
+from numpy.typing import NDArray
 
 from schemas.api import (
     BriefingRequest,
@@ -28,11 +31,11 @@ from schemas.api import (
     RecordSearchRequest,
 )
 from schemas.ledger import EventType, LedgerRecord, Trust, envelope
-from services.briefing import records as B
-from services.briefing import retrieval as C
+from services.briefing import records as briefing_records
+from services.briefing import retrieval
 from services.briefing.cache import VersionCache
 from services.briefing.facts import RecordFacts
-from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank
+from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank, text_model
 from services.briefing.recorder import BriefingRecorder
 from services.briefing.render import render
 from services.briefing.semantic import SemanticIndex
@@ -120,6 +123,22 @@ def checks(row: Row, learned_services: tuple[str, ...], services: list[str], lim
     return out
 
 
+@dataclass(frozen=True)
+class Embedded:
+    vector: NDArray[np.float32] | None
+    failed: bool
+
+
+@dataclass
+class Retrieved:
+    query: RankQuery
+    reads: retrieval.WarningReads
+    stats: lexical.CorpusStats
+    rows: list[RecordFacts]
+    similarities: dict[tuple[str, int], float] | None
+    degraded: list[str]
+
+
 class BriefingService:
     def __init__(self, db: Database, settings: Settings, gateway: LedgerGateway | None = None,
                  semantic: SemanticIndex | None = None) -> None:
@@ -133,10 +152,11 @@ class BriefingService:
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")
         now = now or datetime.now(UTC)
+        question = self.embed(req)  # before the transaction: ~35 ms of CPU that holds no connection
         tx = self.db.open_tenant_transaction(principal.scoped_tenant, durable=self.settings.briefing_durable_commit,
                                              generic_plans=True)
         try:
-            response = self._answer(tx.cursor, principal, req, now)
+            response = self._answer(tx.cursor, principal, req, now, question)
             self._record(tx.cursor, principal, req, response)
             tx.send_commit()
         except BaseException:
@@ -146,7 +166,7 @@ class BriefingService:
         logs.bind(briefing_id=str(response.briefing_id), incident_id=req.incident_id)
         return response
 
-    def issued(self, principal: Principal, briefing_id: uuid.UUID) -> B.StoredBriefing | None:
+    def issued(self, principal: Principal, briefing_id: uuid.UUID) -> briefing_records.StoredBriefing | None:
         """A briefing by id, in the caller's tenant: also one answered a moment ago whose commit is in flight."""
         return self.recorder.issued(self.db, principal.scoped_tenant, briefing_id)
 
@@ -158,18 +178,45 @@ class BriefingService:
         """Approved records for a free-text query, ranked and warned like a briefing; records nothing."""
         principal.require("agent")
         question = BriefingRequest(text=req.query, services=req.services, limit=req.limit)
+        vector = self.embed(question)
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            return self._answer(cur, principal, question, now or datetime.now(UTC)).hints
+            return self._answer(cur, principal, question, now or datetime.now(UTC), vector).hints
 
-    def _answer(self, cur: Cursor, principal: Principal, req: BriefingRequest, now: datetime) -> BriefingResponse:
+    def embed(self, req: BriefingRequest) -> Embedded:
+        """The question's embedding; `failed` when the embedder is configured and raised (the briefing then
+        answers lexically and says `degraded: ["embedding"]`)."""
+        if self.semantic is None:
+            return Embedded(None, failed=False)
+        try:
+            return Embedded(self.semantic.embed_question(query_text(req)), failed=False)
+        except Exception:
+            log.warning("embedding the question failed; answering lexically", exc_info=True)
+            return Embedded(None, failed=True)
+
+    def retrieve(self, cur: Cursor, principal: Principal, req: BriefingRequest, now: datetime,
+                 question: Embedded) -> Retrieved:
+        """Every branch's candidates for the question, with what ranking them needs (also `replay/ranker_fit.py`'s
+        way to the same features the live briefing ranks on)."""
         q, tokens = build_query(req)
-        reads = C.WarningReads(cur, principal.project, now)
+        reads = retrieval.WarningReads(cur, principal.project, now)
         reads.ask([q.alert] if q.alert else [], sorted(q.signals))  # answered with the next read's round trip
         stats = lexical.corpus_stats(cur, tokens)
-        rows = C.fetch_candidates(cur, req, tokens, principal.project, now, stats, self.cache)
-        similarities, degraded = self._semantic(cur, req, rows)
-        ranking = rank(q, rows, self._policy(now), req.limit, similarities, stats)
-        details = C.fetch_details(cur, [s.facts for s in ranking.hints], self.cache)
+        rows = retrieval.fetch_candidates(cur, req, tokens, principal.project, now, stats, self.cache)
+        similarities, degraded = self._semantic(cur, principal, now, stats, rows, question)
+        return Retrieved(q, reads, stats, rows, similarities, ["embedding"] if question.failed else degraded)
+
+    def policy(self, now: datetime, semantic: bool) -> RankPolicy:
+        model = text_model(self.semantic.model if semantic and self.semantic is not None else None)
+        return RankPolicy(half_life_days=self.settings.episodic_half_life_days, now=now, model=model,
+                          min_relevance=self.settings.briefing_min_score)
+
+    def _answer(self, cur: Cursor, principal: Principal, req: BriefingRequest, now: datetime,
+                question: Embedded) -> BriefingResponse:
+        found = self.retrieve(cur, principal, req, now, question)
+        q, reads, degraded = found.query, found.reads, found.degraded
+        policy = self.policy(now, found.similarities is not None)
+        ranking = rank(q, found.rows, policy, req.limit, found.similarities, found.stats)
+        details = retrieval.fetch_details(cur, [s.facts for s in ranking.hints], self.cache)
         ctx = self._context(reads, ranking)
         hints = [self._hint(s, details[s.facts.ident], q, req, ctx, detail=2 if i == 0 else 1)
                  for i, s in enumerate(ranking.hints)]
@@ -190,26 +237,31 @@ class BriefingService:
                 "cited": [{"family_id": c.family_id, "version": c.version} for c in row.cited],
                 "created_at": row.created_at.isoformat(), "hints": None}
 
-    def _policy(self, now: datetime) -> RankPolicy:
-        floor, ceiling = self.semantic.calibration if self.semantic is not None else (0.0, 1.0)
-        return RankPolicy(min_relevance=self.settings.briefing_min_score,
-                          half_life_days=self.settings.episodic_half_life_days, now=now,
-                          semantic_floor=floor, semantic_ceiling=ceiling)
-
-    def _semantic(self, cur: Cursor, req: BriefingRequest,
-                  rows: list[RecordFacts]) -> tuple[dict[tuple[str, int], float] | None, list[str]]:
-        """Embedding similarities; None when the branch is switched off (not degraded: nothing failed),
-        None and `degraded: ["embedding"]` when it is configured and fails."""
-        if self.semantic is None:
+    def _semantic(self, cur: Cursor, principal: Principal, now: datetime, stats: lexical.CorpusStats,
+                  rows: list[RecordFacts], question: Embedded) -> tuple[dict[tuple[str, int], float] | None, list[str]]:
+        """Adds the tenant's versions nearest to the question to `rows` (in place) and returns every row's cosine;
+        None when the branch is off, the question has no text, or the tenant serves another model (nothing
+        failed: not degraded), None and `degraded: ["embedding"]` when it is configured and fails."""
+        if self.semantic is None or question.vector is None:
             return None, []
         try:
             with cur.connection.transaction():  # SAVEPOINT: a failure must not poison the read
-                return self.semantic.similarities(cur, query_text(req), rows), []
+                if not self.semantic.serves(cur):
+                    return None, []
+                tenant = principal.scoped_tenant
+                near = self.semantic.recall(cur, tenant, question.vector)
+                have = {r.ident for r in rows}
+                rows += retrieval.fetch_current(cur, [k for k, _ in near if k not in have], principal.project, now,
+                                                stats, self.cache)
+                cosines = dict(near)
+                missing = [r.ident for r in rows if r.ident not in cosines]
+                cosines.update(self.semantic.cosines(cur, tenant, question.vector, missing))
+                return {(str(k[0]), k[1]): c for k, c in cosines.items()}, []
         except Exception:
             log.warning("embedding branch failed; answering lexically", exc_info=True)
             return None, ["embedding"]
 
-    def _context(self, reads: C.WarningReads, ranking: Ranked) -> WarningContext:
+    def _context(self, reads: retrieval.WarningReads, ranking: Ranked) -> WarningContext:
         alerts = sorted({s.facts.alert_name for s in ranking.hints if s.facts.alert_name})
         return WarningContext(
             now=reads.now, stale_after_days=self.settings.stale_after_days,
@@ -236,9 +288,11 @@ class BriefingService:
 
     @staticmethod
     def _record(cur: Cursor, principal: Principal, req: BriefingRequest, response: BriefingResponse) -> None:
-        B.insert(cur, tenant=principal.scoped_tenant, briefing_id=response.briefing_id, project=principal.project,
-                 requested_by=principal.key_id, request=req.model_dump(mode="json"),
-                 cited=[B.Cited(str(h.family_id), h.version) for h in response.hints], response=response.wire())
+        briefing_records.insert(
+            cur, tenant=principal.scoped_tenant, briefing_id=response.briefing_id, project=principal.project,
+            requested_by=principal.key_id, request=req.model_dump(mode="json"),
+            cited=[briefing_records.Cited(str(h.family_id), h.version) for h in response.hints],
+            response=response.wire())
 
     def feedback(self, principal: Principal, briefing_id: uuid.UUID, body: FeedbackRequest) -> LedgerRecord:
         """Check that the briefing cited the family, then append a `briefing.feedback` ledger event."""

