@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from uuid import UUID
 
+import jinja2
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
@@ -22,10 +23,20 @@ from services.api.deps import services
 from services.common.auth import Principal
 from services.common.errors import Forbidden, OpsloreError, Unauthenticated
 from services.common.paging import MAX_LIMIT, PageRequest
+from services.common.printable import printable
 from services.container import Services
 from services.review.service import Resolution
 
-templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
+
+def _shown(value: object) -> object:
+    """Every `{{ }}` of every template: text from the ledger is shown with its control characters, line
+    separators and bidi overrides as visible escapes (services.common.printable), then HTML-escaped."""
+    return printable(value) if isinstance(value, str) else value
+
+
+templates = Jinja2Templates(env=jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=jinja2.select_autoescape(), finalize=_shown))
 router = APIRouter(prefix="/ui", include_in_schema=False)
 Svc = Annotated[Services, Depends(services)]
 
@@ -130,7 +141,8 @@ def approve(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer, _: Cs
             summary: Annotated[str, Form()] = "", note: Annotated[str, Form()] = "",
             expected_version: Annotated[str, Form()] = "", resolution: Annotated[str, Form()] = "auto") -> Response:
     cand = svc.review.get_candidate(who, candidate_id)
-    edits = ApprovalEdits(summary=summary.strip()) if summary.strip() and summary.strip() != cand.summary else None
+    edited = summary.strip()  # the form shows the summary escaped (printable): sent back unchanged, it is no edit
+    edits = ApprovalEdits(summary=edited) if edited and edited not in (cand.summary, printable(cand.summary)) else None
     how: Resolution = "new_version" if resolution == "new_version" else "new_family" if resolution == "new_family" \
         else "auto"
     try:

@@ -52,7 +52,7 @@ class OpsloreClient:
             if response.status_code >= 400:
                 response.read()
                 raise ApiError(response.status_code, response.json())
-            yield from (line for line in response.iter_lines() if line)
+            yield from _ndjson_lines(response.iter_bytes())
 
     def episode(self, incident_id: str) -> dict[str, Any] | None:
         try:
@@ -100,3 +100,14 @@ class OpsloreClient:
     def feedback(self, briefing_id: str, family_id: str, verdict: str, incident_id: str = "CURRENT") -> list[str]:
         body = {"family_id": family_id, "verdict": verdict, "incident_id": incident_id}
         return list(self.request("POST", f"/v1/briefings/{briefing_id}/feedback", json=body)["accepted"])
+
+
+def _ndjson_lines(chunks: Iterator[bytes]) -> Iterator[str]:
+    """NDJSON lines end at b"\\n" only: a record's text may hold U+2028, U+2029 or U+0085, which JSON leaves
+    unescaped and `str.splitlines` (httpx's iter_lines) would take for line ends."""
+    pending = b""
+    for chunk in chunks:
+        *lines, pending = (pending + chunk).split(b"\n")
+        yield from (line.decode("utf-8") for line in lines if line.strip())
+    if pending.strip():
+        yield pending.decode("utf-8")

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.cli.client import ApiError, OpsloreClient
+from services.cli.terminal import shown
 from services.common.settings import get_settings
 
 governance_app = typer.Typer(help="memory maintenance: proposals first, execution second", no_args_is_help=True)
@@ -22,15 +23,15 @@ def _request(method: str, path: str, **kwargs: Any) -> Any:
     try:
         return OpsloreClient(s.api_url, s.api_key).request(method, path, **kwargs)
     except ApiError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {shown(exc)}")
         raise typer.Exit(1) from None
 
 
 def _table(proposals: list[dict[str, Any]]) -> None:
     table = Table("proposal", "kind", "state", "change", "families", "reason")
     for p in proposals:
-        table.add_row(str(p["proposal_id"])[:8], p["kind"], p["state"], p["change"]["action"],
-                      str(len(p["family_ids"])), p["reason"][:70])
+        table.add_row(str(p["proposal_id"])[:8], shown(p["kind"]), shown(p["state"]), shown(p["change"]["action"]),
+                      str(len(p["family_ids"])), shown(p["reason"][:70], one_line=True))
     console.print(table)
 
 
@@ -55,7 +56,7 @@ def execute(proposal_id: str) -> None:
     out = _request("POST", f"/v1/governance/proposals/{proposal_id}/execute")
     for w in out["wrote"]:
         console.print(f"{'(already executed) ' if out['already_executed'] else ''}family {w['family_id']} "
-                      f"version {w['version']} -> {w['state']}")
+                      f"version {w['version']} -> {shown(w['state'])}")
 
 
 @governance_app.command("dismiss")
@@ -69,7 +70,7 @@ def revert(proposal_id: str, reason: Annotated[str, typer.Option(help="why")]) -
     """Undo an executed proposal (a consolidation returns to the previous versions byte for byte)."""
     out = _request("POST", f"/v1/governance/proposals/{proposal_id}/revert", json={"reason": reason})
     for w in out["wrote"]:
-        console.print(f"family {w['family_id']} version {w['version']} -> {w['state']}")
+        console.print(f"family {w['family_id']} version {w['version']} -> {shown(w['state'])}")
 
 
 @governance_app.command("run")

@@ -15,6 +15,7 @@ from rich.table import Table
 from services.cli import operations
 from services.cli.client import ApiError, OpsloreClient
 from services.cli.governance import governance_app
+from services.cli.terminal import shown
 from services.common.errors import OpsloreError
 from services.common.settings import get_settings
 
@@ -52,7 +53,7 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except ApiError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {shown(exc)}")
         raise typer.Exit(1) from None
 
 
@@ -232,7 +233,7 @@ def ledger_import(path: Path, keep_project: bool = False) -> None:
     try:
         sent = _call(import_ledger, _client(), read_ledger(path), keep_project=keep_project)
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {shown(exc)}")
         raise typer.Exit(1) from None
     console.print(f"imported {sent} events")
 
@@ -251,7 +252,7 @@ def _schedule(job: Any, every: float | None, times: int) -> None:
         try:
             job()
         except Exception as exc:  # report and keep the schedule alive
-            console.print(f"[red]collector run failed:[/red] {exc}")
+            console.print(f"[red]collector run failed:[/red] {shown(exc)}")
         runs["n"] += 1
         if times and runs["n"] >= times:
             scheduler.shutdown(wait=False)
@@ -284,7 +285,7 @@ def collect_prometheus(
             event = observation(incident, "prometheus", r.summary, writer="opslore-collector", query=q,
                                 signals=r.signals, values=r.values())
             _call(client.append, [event])
-            console.print(f"{incident}: {r.summary} signals={r.signals}")
+            console.print(f"{shown(incident)}: {shown(r.summary)} signals={shown(r.signals)}")
 
     _schedule(job, every, times)
 
@@ -314,12 +315,12 @@ def collect_kubernetes(
                               signals=o.signals, values=o.values) for o in found]
         _call(client.append, events)
         for o in found:
-            console.print(f"{incident}: {o.summary} signals={o.signals}")
+            console.print(f"{shown(incident)}: {shown(o.summary)} signals={shown(o.signals)}")
 
     try:
         _schedule(job, every, times)
     except OpsloreError as exc:
-        console.print(f"[red]error:[/red] {exc.message}")
+        console.print(f"[red]error:[/red] {shown(exc.message)}")
         raise typer.Exit(1) from None
 
 
@@ -356,12 +357,13 @@ def print_briefing(answer: dict[str, Any]) -> None:
         console.print("[yellow]No relevant memory: investigate from current evidence.[/yellow]")
     for i, h in enumerate(answer["hints"], 1):
         console.rule(f"hint {i}  score {h['score']:.3f}  confidence {h['confidence']:.2f}  ({h['authority']})")
-        console.print(f"[bold]{h['summary']}[/bold]\nroot cause: {h['root_cause']}")
-        console.print(f"from: {', '.join(h['source_incidents'])}")
+        console.print(f"[bold]{shown(h['summary'])}[/bold]\nroot cause: {shown(h['root_cause'])}")
+        console.print(f"from: {shown(', '.join(h['source_incidents']))}")
         for w in h["warnings"]:
-            console.print(f"  [magenta]! {w['code']}[/magenta]: {w['message']}")
+            console.print(f"  [magenta]! {shown(w['code'])}[/magenta]: {shown(w['message'])}")
         for c in h["verify_with"]:
-            console.print(f"  [cyan]check[/cyan] {c['source']}: {c['query']}\n        {c['expect']}")
+            console.print(f"  [cyan]check[/cyan] {shown(c['source'])}: {shown(c['query'])}\n        "
+                          f"{shown(c['expect'])}")
     console.print(f"(~{answer['token_estimate']} tokens, degraded: {answer['degraded'] or 'none'})")
 
 
@@ -373,7 +375,8 @@ def review_list(state: str = "pending", incident: str | None = None) -> None:
     table = Table("candidate", "incident", "type", "proposal", "summary")
     for c in rows:
         kind = (c.get("proposal") or {}).get("kind", c["state"])
-        table.add_row(str(c["candidate_id"]), c["incident_id"], c["memory_type"], kind, c["summary"][:70])
+        table.add_row(str(c["candidate_id"]), shown(c["incident_id"]), shown(c["memory_type"]), shown(kind),
+                      shown(c["summary"][:70], one_line=True))
     console.print(table)
 
 
@@ -383,23 +386,23 @@ def review_show(candidate_id: str) -> None:
     client = _client()
     c = _call(client.request, "GET", f"/v1/candidates/{candidate_id}")
     content, proposal = c["content"], c.get("proposal") or {}
-    console.rule(f"candidate {c['candidate_id']} from {c['incident_id']} ({c['state']})")
-    console.print(f"[bold]{c['summary']}[/bold]\nroot cause: {content['root_cause']} "
-                  f"[{content.get('root_cause_category') or '-'}]  confidence {content['confidence']:.2f}")
+    console.rule(f"candidate {c['candidate_id']} from {shown(c['incident_id'])} ({shown(c['state'])})")
+    console.print(f"[bold]{shown(c['summary'])}[/bold]\nroot cause: {shown(content['root_cause'])} "
+                  f"\\[{shown(content.get('root_cause_category') or '-')}]  confidence {content['confidence']:.2f}")
     table = Table("trust", "source", "observation", "query")
     for e in content["evidence"]:
-        table.add_row(e["trust"], e["source"], e["summary"], e.get("query") or "")
+        table.add_row(shown(e["trust"]), shown(e["source"]), shown(e["summary"]), shown(e.get("query") or ""))
     console.print(table)
     if (content.get("trust_mix") or {}).get("untrusted_text"):
         console.print("[magenta]! part of the evidence is untrusted text: quoted, never a rule[/magenta]")
     if proposal.get("family_id"):
         current = _call(client.record, str(proposal["family_id"]))["current"]
-        console.print(f"proposal: {proposal['kind']} of family {proposal['family_id']} "
+        console.print(f"proposal: {shown(proposal['kind'])} of family {proposal['family_id']} "
                       f"(current version {proposal['current_version']})")
         for field in ("summary", "root_cause", "root_cause_category", "signals"):
             if current.get(field) != content.get(field):
-                console.print(f"[red]- {field}: {current.get(field)}[/red]")
-                console.print(f"[green]+ {field}: {content.get(field)}[/green]")
+                console.print(f"[red]- {field}: {shown(current.get(field))}[/red]")
+                console.print(f"[green]+ {field}: {shown(content.get(field))}[/green]")
     else:
         console.print("proposal: new record family (replaces nothing)")
 
@@ -436,7 +439,8 @@ def records_history(family_id: str) -> None:
     rec = _call(_client().record, family_id)
     table = Table("version", "state", "created", "by", "summary")
     for v in rec["versions"]:
-        table.add_row(str(v["version"]), v["state"], str(v["created_at"])[:19], v["created_by"], v["summary"][:60])
+        table.add_row(str(v["version"]), shown(v["state"]), str(v["created_at"])[:19], shown(v["created_by"]),
+                      shown(v["summary"][:60], one_line=True))
     console.print(table)
 
 
