@@ -1,0 +1,491 @@
+"""A postmortem written in Markdown, parsed with markdown-it-py into `Postmortem` fields. Pure.
+
+Sections are found by their heading text, whatever the level and the order, in English and Chinese
+(`SECTION_WORDS`); a heading no field takes is merged into the recognized section above it when it is
+deeper (a "### Trigger" under "## Root cause" stays root cause), otherwise it is reported in `unparsed`.
+Metadata comes from YAML front matter, from two-column tables whose first column names a known key
+(`| Services | checkout |`) and from `Key: value` lines (`**Date:** 2023-01-02`, `Severity: SEV1`,
+`服务：订单`). Links are kept (`links`, later an observation's `raw_ref`). Each block (paragraph, list
+item, table row, metadata value) that reads like an instruction is set aside as `quarantined`
+(`instructions.instruction_reason`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from services.postmortems.instructions import instruction_reason
+from services.postmortems.model import (
+    FIELD_LIMIT,
+    MAX_DOCUMENT_CHARS,
+    MAX_ITEMS,
+    MAX_SYMPTOMS,
+    SHORT_LIMIT,
+    DocumentTooLarge,
+    NotAPostmortem,
+    Postmortem,
+    Quarantined,
+    Section,
+    TimelineEntry,
+    clip,
+)
+
+# (section, words): a heading belongs to the first section one of whose words it contains (English words
+# on word boundaries, Chinese as substrings). Order matters: "Root cause and trigger" is a root cause.
+SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
+    ("lessons", ("lessons learned", "lessons", "what went well", "what went wrong", "where we got lucky",
+                 "how'd we do", "how did we do", "what didn't go so well", "what went poorly",
+                 "learnings", "经验教训", "教训", "经验总结", "反思", "总结与反思")),
+    ("action_items", ("action items", "action item", "follow-up", "follow-ups", "follow up", "followups",
+                      "corrective actions", "corrective action", "next steps", "preventive measures",
+                      "remediation items", "改进措施", "改进项", "后续", "行动项", "待办", "整改", "优化措施")),
+    ("root_cause", ("root cause", "root causes", "root-cause", "cause", "causes", "causal", "why it happened",
+                    "contributing factors", "根因", "根本原因", "原因", "故障原因")),
+    ("trigger", ("trigger", "triggers", "触发", "诱因")),
+    ("detection", ("detection", "detected", "how we found out", "发现", "监控告警")),
+    ("resolution", ("resolution", "mitigation", "recovery", "remediation", "how we fixed", "fix",
+                    "处理过程", "处理", "恢复", "解决", "止损", "修复", "应急")),
+    ("timeline", ("timeline", "time line", "chronology", "sequence of events", "时间线", "时间轴", "时间线回顾",
+                  "事件经过", "经过")),
+    ("impact", ("impact", "customer impact", "user impact", "影响", "影响范围")),
+    ("summary", ("summary", "overview", "executive summary", "incident summary", "description", "what happened",
+                 "概述", "摘要", "概要", "简介", "事件描述", "故障描述", "背景")),
+    ("metadata", ("metadata", "incident details", "details", "incident information", "incident info",
+                  "基本信息", "事故信息", "故障信息")),
+)
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_NUMBERING = re.compile(r"^[\s#*_>\-–—\d.、)）(（一二三四五六七八九十:：]+")
+
+# `Key: value` and table keys -> field; `None`: a known key whose value no field takes (owner, status, ...)
+META_KEYS: dict[str, str | None] = {}
+for _name, _keys in (
+    ("services", ("services", "service", "affected services", "affected service", "services affected",
+                  "components", "affected components", "systems", "affected systems", "服务", "影响服务",
+                  "涉及服务", "受影响服务", "涉及系统", "系统", "应用", "模块")),
+    ("alert", ("alert", "alerts", "alert name", "alerting rule", "告警", "告警名称", "报警", "告警规则")),
+    ("severity", ("severity", "sev", "priority", "incident severity", "level", "级别", "故障级别", "事故级别",
+                  "等级", "严重程度", "故障等级")),
+    ("started_at", ("date", "started", "start", "start time", "started at", "incident date", "began",
+                    "日期", "时间", "发生时间", "开始时间", "故障时间", "发生日期", "故障开始时间")),
+    ("resolved_at", ("resolved", "resolved at", "end", "end time", "ended", "recovered", "recovered at",
+                     "恢复时间", "结束时间", "解决时间", "故障恢复时间")),
+    ("environment", ("environment", "env", "region", "环境", "地域")),
+    ("category", ("root cause category", "category", "cause category", "根因分类", "分类", "类别", "根因类别")),
+    ("title", ("title", "incident", "incident title", "name", "标题", "事故名称", "故障名称", "事件名称")),
+    ("root_cause", ("root cause", "cause", "根因", "根本原因", "原因")),
+    ("summary", ("summary", "摘要", "概述")),
+    ("impact", ("impact", "user impact", "customer impact", "影响", "影响范围")),
+    ("resolution", ("resolution", "mitigation", "解决方案", "处理方式")),
+    ("trigger", ("trigger", "触发", "诱因")),
+    (None, ("owner", "owners", "author", "authors", "status", "incident commander", "ic", "reviewers",
+            "participants", "duration", "detected", "detection", "ticket", "jira", "document status",
+            "postmortem owner", "incident id", "id", "负责人", "作者", "状态", "参与人", "持续时间", "时长",
+            "编号", "事故编号", "复盘人", "记录人", "值班", "故障编号")),
+):
+    for _k in _keys:
+        META_KEYS[_k] = _name
+_KEY_VALUE = re.compile(r"^\s*([^:：|]{1,40}?)\s*[:：]\s*(.+?)\s*$")
+_SPLIT = re.compile(r"\s*[,;，；、/]\s*|\s+and\s+|\s*和\s*")
+_TIME = re.compile(
+    r"^\s*[*_`]*\s*("
+    r"(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}年\d{1,2}月\d{1,2}日|\d{1,2}月\d{1,2}日)?[ T]?"
+    r"(?:\d{1,2}:\d{2}(?::\d{2})?)"
+    r"(?:\s*(?:UTC|GMT|PST|PDT|EST|EDT|CET|CEST|CST|BST|JST|Z|[+-]\d{2}:?\d{2}))?"
+    r"|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}年\d{1,2}月\d{1,2}日)"
+    r"\s*[*_`]*\s*[-–—:：|,，)]?\s*(.*)$")
+
+
+@dataclass
+class Block:
+    kind: str  # paragraph | item | row | code | html
+    text: str  # as shown (inline markup removed)
+    source: str  # as written (what instruction detection reads: link targets, markup)
+    cells: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RawSection:
+    level: int
+    heading: str | None
+    kind: Section | None
+    blocks: list[Block] = field(default_factory=list)
+
+
+def parse_markdown(content: str) -> Postmortem:
+    """Parse a postmortem; raises DocumentTooLarge (413) or NotAPostmortem (422, naming what is missing)."""
+    if len(content) > MAX_DOCUMENT_CHARS:
+        raise DocumentTooLarge(len(content))
+    front, body = split_front_matter(content)
+    tokens = MarkdownIt("commonmark", {"html": True}).enable("table").parse(body)
+    links: list[str] = []
+    sections = _sections(tokens, links)
+    pm = _Builder(front, sections, links).build()
+    missing = pm.missing()
+    if missing:
+        seen = ", ".join(pm.sections) or "none"
+        raise NotAPostmortem(missing, f" (sections recognized: {seen}; unparsed: {', '.join(pm.unparsed) or 'none'})")
+    return pm
+
+
+def split_front_matter(content: str) -> tuple[dict[str, Any], str]:
+    """YAML front matter (`---` ... `---` or `...` at the very start) and the rest of the document."""
+    text = content.lstrip("\ufeff")
+    if not text.startswith("---"):
+        return {}, text
+    lines = text.split("\n")
+    if lines[0].strip() != "---":
+        return {}, text
+    for i, line in enumerate(lines[1:], start=1):
+        if line.strip() in ("---", "..."):
+            try:
+                data = yaml.safe_load("\n".join(lines[1:i]))
+            except yaml.YAMLError:
+                return {}, text
+            return (data if isinstance(data, dict) else {}), "\n".join(lines[i + 1:])
+    return {}, text
+
+
+def classify(heading: str) -> Section | None:
+    """The section a heading names, or None."""
+    text = _NUMBERING.sub("", heading).strip().lower()
+    text = re.sub(r"[*_`#:：()（）\[\]]", " ", text).strip()
+    for kind, words in SECTION_WORDS:
+        for w in words:
+            if _CJK.search(w):
+                if w in text:
+                    return kind
+            elif re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", text):
+                return kind
+    return None
+
+
+def _inline_text(tok: Token, links: list[str]) -> str:
+    out: list[str] = []
+    for child in tok.children or []:
+        if child.type in ("text", "code_inline", "html_inline"):
+            out.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            out.append("\n")
+        elif child.type == "link_open":
+            href = str(child.attrs.get("href") or "")
+            if href and href not in links:
+                links.append(href)
+        elif child.type == "image":
+            out.append(child.content)
+    return "".join(out).strip()
+
+
+def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
+    sections = [RawSection(level=0, heading=None, kind=None)]
+    depth_list = 0
+    row: list[tuple[str, str]] | None = None
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.type == "heading_open":
+            heading = _inline_text(tokens[i + 1], links)
+            sections.append(RawSection(level=int(tok.tag[1]), heading=heading, kind=classify(heading)))
+            i += 3
+            continue
+        current = sections[-1]
+        if tok.type in ("bullet_list_open", "ordered_list_open"):
+            depth_list += 1
+        elif tok.type in ("bullet_list_close", "ordered_list_close"):
+            depth_list -= 1
+        elif tok.type == "tr_open":
+            row = []
+        elif tok.type == "tr_close" and row is not None:
+            cells = [c[0] for c in row]
+            current.blocks.append(Block("row", " | ".join(c for c in cells if c), " | ".join(c[1] for c in row),
+                                        cells))
+            row = None
+        elif tok.type == "inline":
+            text = _inline_text(tok, links)
+            if row is not None:
+                row.append((text, tok.content))
+            elif text:
+                current.blocks.append(Block("item" if depth_list else "paragraph", text, tok.content))
+        elif tok.type in ("fence", "code_block"):
+            current.blocks.append(Block("code", tok.content.strip(), tok.content))
+        elif tok.type == "html_block":
+            current.blocks.append(Block("html", tok.content.strip(), tok.content))
+        i += 1
+    return sections
+
+
+def parse_time(value: object) -> datetime | None:
+    """A date or time as postmortems write them; naive times are taken as UTC."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if not isinstance(value, str):
+        return None
+    text = value.strip().strip("*_` ")
+    m = re.match(r"(\d{4})年(\d{1,2})月(\d{1,2})日\s*(\d{1,2}:\d{2})?", text)
+    if m:
+        text = f"{m[1]}-{int(m[2]):02d}-{int(m[3]):02d}" + (f" {m[4]}" if m[4] else "")
+    text = re.sub(r"(\d{4})[/.](\d{1,2})[/.](\d{1,2})", lambda g: f"{g[1]}-{int(g[2]):02d}-{int(g[3]):02d}", text)
+    text = re.sub(r"(\d{4}-\d{2}-\d{2})[ T](\d):", r"\1 0\2:", text)
+    text = re.sub(r"\s*\b(UTC|GMT|Z)\b\s*$", "+00:00", text)
+    text = re.sub(r"\s*\(.*\)\s*$", "", text)
+    candidates = [text, text.split(" - ")[0].strip(), text.split(" to ")[0].strip(), text[:10]]
+    for c in candidates:
+        try:
+            parsed = datetime.fromisoformat(c.replace(" +", "+"))
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            for fmt in ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%d %b %Y", "%B %d %Y", "%A, %B %d, %Y"):
+                try:
+                    parsed = datetime.strptime(c.replace(",", ", ").replace("  ", " ")
+                                               if "%d, %Y" in fmt else c, fmt)
+                    break
+                except ValueError:
+                    continue
+        if parsed is not None:
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[*_`]", "", text).strip().strip(":：").strip().lower()
+
+
+class _Builder:
+    def __init__(self, front: dict[str, Any], sections: list[RawSection], links: list[str]) -> None:
+        self.front = front
+        self.sections = sections
+        self.links = links
+        self.meta: dict[str, str] = {}
+        self.quarantined: list[Quarantined] = []
+        self.unparsed: list[str] = []
+        self.preamble: list[Block] = []
+
+    # ------------------------------------------------------------ helpers
+    def clean(self, where: str, block: Block) -> str | None:
+        reason = instruction_reason(block.source) or instruction_reason(block.text)
+        if reason:
+            self.quarantined.append(Quarantined(field=where, text=clip(block.text or block.source), reason=reason))
+            return None
+        return block.text
+
+    def clean_value(self, where: str, value: str) -> str | None:
+        reason = instruction_reason(value)
+        if reason:
+            self.quarantined.append(Quarantined(field=where, text=clip(value), reason=reason))
+            return None
+        return value
+
+    def take_meta(self, key: str, value: str, where: str) -> bool:
+        """Record a metadata value when `key` is known; True when the key was known (the block is consumed)."""
+        k = _key(key)
+        if k not in META_KEYS:
+            return False
+        name = META_KEYS[k]
+        if name is None:
+            return True
+        value = value.strip().strip("*` ").strip()
+        clean = self.clean_value(f"metadata {name}", value)
+        if clean and name not in self.meta:
+            self.meta[name] = clean
+        return True
+
+    # ------------------------------------------------------------ assembly
+    def grouped(self) -> list[RawSection]:
+        """Recognized sections with their deeper unrecognized subsections merged in (a subsection of an
+        unrecognized section stays unrecognized); a document's first unrecognized top heading is its title
+        and its blocks are the preamble's."""
+        out: list[RawSection] = []
+        top = min((x.level for x in self.sections if x.heading is not None), default=1)
+        stack: list[RawSection] = []  # the open headings, outermost first (as grouped)
+        title_taken = False
+        for s in self.sections:
+            if s.heading is None:
+                out.append(RawSection(s.level, None, None, list(s.blocks)))
+                continue
+            while stack and stack[-1].level >= s.level:
+                stack.pop()
+            if s.kind is None and not title_taken and len(out) == 1 and s.level <= top:
+                title_taken = True
+                self.meta.setdefault("heading_title", s.heading)
+                out[0].blocks.extend(s.blocks)
+                continue
+            parent = stack[-1] if stack else None
+            if s.kind is None and parent is not None and parent.heading is not None and parent.kind != "metadata":
+                parent.blocks.extend(s.blocks)  # a deeper, unnamed part of the section above
+                stack.append(RawSection(s.level, s.heading, parent.kind, parent.blocks))
+                continue
+            group = RawSection(s.level, s.heading, s.kind, list(s.blocks))
+            out.append(group)
+            stack.append(group)
+        return out
+
+    def build(self) -> Postmortem:
+        groups = self.grouped()
+        self.front_matter()
+        by_kind: dict[str, list[Block]] = {}
+        order: list[str] = []
+        for g in groups:
+            if g.kind in (None, "metadata", "summary"):
+                g.blocks = self.metadata_blocks(g.blocks)
+            if g.heading is None:  # the preamble: its prose (not the lines that cite a source) summarises
+                self.preamble = [b for b in g.blocks if b.kind == "paragraph" and "http" not in b.source]
+                continue
+            if g.kind is None or g.kind == "metadata":
+                if g.heading is not None and g.kind is None and g.blocks:
+                    self.unparsed.append(g.heading)
+                continue
+            if g.kind not in by_kind:
+                order.append(g.kind)
+            by_kind.setdefault(g.kind, []).extend(g.blocks)
+        return self.fields(by_kind, order)
+
+    def front_matter(self) -> None:
+        for key, value in self.front.items():
+            if isinstance(value, list):
+                value = ", ".join(str(v) for v in value)
+            elif isinstance(value, (date, datetime)):
+                value = value.isoformat()
+            if isinstance(value, (str, int, float)):
+                name = str(key).replace("_", " ")
+                if _key(name) == "symptoms":
+                    self.meta.setdefault("impact", str(value))
+                elif META_KEYS.get(_key(name)) == "title":
+                    if (clean := self.clean_value("metadata title", str(value))) is not None:
+                        self.meta.setdefault("front_title", clean)
+                else:
+                    self.take_meta(name, str(value), "front matter")
+
+    def metadata_blocks(self, blocks: list[Block]) -> list[Block]:
+        """Take metadata out of tables and `Key: value` lines; return the blocks that are not metadata."""
+        rest: list[Block] = []
+        for b in blocks:
+            if b.kind == "row" and len(b.cells) >= 2:
+                if _key(b.cells[0]) in ("field", "key", "item", "项目", "字段", ""):
+                    continue  # a header row
+                if self.take_meta(b.cells[0], " ".join(c for c in b.cells[1:] if c), "metadata table"):
+                    continue
+                rest.append(b)
+                continue
+            if b.kind in ("paragraph", "item"):
+                kept = []
+                for line in b.text.split("\n"):
+                    m = _KEY_VALUE.match(line)
+                    if m and self.take_meta(m[1], m[2], "metadata line"):
+                        continue
+                    kept.append(line)
+                if kept:
+                    text = "\n".join(kept).strip()
+                    if text:
+                        source = b.source if len(kept) == len(b.text.split("\n")) else text
+                        rest.append(Block(b.kind, text, source))
+                continue
+            rest.append(b)
+        return rest
+
+    def text_of(self, where: str, blocks: list[Block]) -> str | None:
+        parts = [t for b in blocks if b.kind != "code" and (t := self.clean(where, b))]
+        return clip("\n".join(parts)) if parts else None
+
+    def items_of(self, where: str, blocks: list[Block]) -> list[str]:
+        out: list[str] = []
+        for b in blocks:
+            if b.kind == "code":
+                continue
+            if b.kind == "row":
+                if not b.cells or _key(b.cells[0]) in ("action", "action item", "item", "task", "措施", "事项",
+                                                        "改进措施", "行动项", "description", "描述"):
+                    continue
+                b = Block("row", b.cells[0] + (f" ({', '.join(c for c in b.cells[1:] if c)})"
+                                               if any(b.cells[1:]) else ""), b.source)
+            text = self.clean(where, b)
+            if text:
+                out.append(clip(text))
+        return out[:MAX_ITEMS]
+
+    def timeline_of(self, blocks: list[Block]) -> list[TimelineEntry]:
+        entries: list[TimelineEntry] = []
+        for b in blocks:
+            if b.kind == "row":
+                if len(b.cells) >= 2 and not _TIME.match(b.cells[0]):
+                    continue  # header row
+                lines: list[tuple[str | None, str]] = (
+                    [(b.cells[0], " ".join(c for c in b.cells[1:] if c))] if len(b.cells) >= 2 else [])
+            else:
+                lines = []
+                for line in b.text.split("\n"):
+                    m = _TIME.match(line)
+                    lines.append((m[1].strip(), m[2].strip()) if m and m[2].strip() else (None, line.strip()))
+            flagged = instruction_reason(b.source)
+            for at, text in lines:
+                reason = flagged or instruction_reason(text)
+                if reason:
+                    self.quarantined.append(Quarantined(field="timeline", text=clip(text), reason=reason))
+                elif text:
+                    entries.append(TimelineEntry(at=at or None, text=clip(text)))
+        return entries[:MAX_ITEMS]
+
+    def fields(self, by_kind: dict[str, list[Block]], order: list[str]) -> Postmortem:
+        meta = self.meta
+        summary = self.text_of("summary", by_kind.get("summary", []))
+        if summary is None and "summary" in meta:
+            summary = meta["summary"]
+        if summary is None and not by_kind.get("impact") and "impact" not in meta:
+            summary = self.text_of("summary", self.preamble)
+        impact_blocks = [b for b in by_kind.get("impact", []) if b.kind != "code"]
+        symptoms = [clip(t) for b in impact_blocks if (t := self.clean("impact", b))]
+        if not symptoms and "impact" in meta:
+            symptoms = [meta["impact"]]
+        timeline = self.timeline_of(by_kind.get("timeline", []))
+        symptoms_from = "impact" if symptoms else "none"
+        if not symptoms and summary:
+            symptoms, symptoms_from = [summary], "summary"
+        elif not symptoms and timeline:
+            symptoms, symptoms_from = [e.text for e in timeline[:3]], "timeline"
+        root_blocks = by_kind.get("root_cause", [])
+        root_cause = self.text_of("root_cause", root_blocks)
+        trigger = self.text_of("trigger", by_kind.get("trigger", []))
+        withheld = bool(root_blocks) and root_cause is None
+        if root_cause is None and not withheld:
+            root_cause = meta.get("root_cause") or trigger
+            if root_cause is None and by_kind.get("trigger"):
+                withheld = True
+        resolution = self.text_of("resolution", by_kind.get("resolution", [])) or meta.get("resolution")
+        services = [s for s in (x.strip() for x in _SPLIT.split(meta.get("services", ""))) if s]
+        title = meta.get("front_title") or meta.get("heading_title") or meta.get("title")
+        if title and instruction_reason(title):
+            self.quarantined.append(Quarantined(field="title", text=clip(title), reason="instruction"))
+            title = None
+        return Postmortem(
+            format="markdown", title=clip(title, SHORT_LIMIT) if title else None,
+            started_at=parse_time(meta.get("started_at")), resolved_at=parse_time(meta.get("resolved_at")),
+            services=[clip(s, SHORT_LIMIT) for s in services][:50],
+            alert=clip(meta["alert"], SHORT_LIMIT) if meta.get("alert") else None,
+            severity=clip(meta["severity"], SHORT_LIMIT) if meta.get("severity") else None,
+            environment=clip(meta["environment"], SHORT_LIMIT) if meta.get("environment") else None,
+            summary=summary, symptoms=symptoms[:MAX_SYMPTOMS], symptoms_from=symptoms_from,
+            root_cause=clip(root_cause, FIELD_LIMIT) if root_cause else None,
+            root_cause_category=_category(meta.get("category")),
+            trigger=trigger, detection=self.text_of("detection", by_kind.get("detection", [])),
+            resolution=resolution,
+            action_items=self.items_of("action_items", by_kind.get("action_items", [])),
+            lessons=self.items_of("lessons", by_kind.get("lessons", [])),
+            timeline=timeline, links=self.links[:MAX_ITEMS], sections=order, unparsed=self.unparsed,
+            quarantined=self.quarantined, root_cause_withheld=withheld,
+        )
+
+
+def _category(value: str | None) -> str | None:
+    """A category as a lowercase identifier (`Bad deploy` -> `bad_deploy`); Chinese kept as written."""
+    if not value:
+        return None
+    ident = re.sub(r"[^\w]+", "_", value.strip().lower()).strip("_")
+    return ident[:SHORT_LIMIT] or None

@@ -1,0 +1,216 @@
+"""Postmortem parsing (services/postmortems): every fixture of tests/fixtures/postmortems parses to the fields
+it states, documents that are not postmortems are 422 naming what is missing, oversized ones 413, and
+instruction-like text (replay/poisoning/texts.yaml) placed anywhere in a document reaches no parsed field."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from services.postmortems.instructions import instruction_reason
+from services.postmortems.model import MAX_DOCUMENT_CHARS, DocumentTooLarge, NotAPostmortem, Postmortem
+from services.postmortems.parse import format_of, parse
+
+FIXTURES = Path(__file__).parents[1] / "fixtures/postmortems"
+TEXTS: list[str] = yaml.safe_load((Path(__file__).parents[2] / "replay/poisoning/texts.yaml").read_text())["texts"]
+
+
+def _day(y: int, m: int, d: int, hh: int = 0, mm: int = 0) -> datetime:
+    return datetime(y, m, d, hh, mm, tzinfo=UTC)
+
+
+# file -> what it must parse to: exact values, or for `root_cause` / `resolution` / `summary` a phrase inside
+EXPECTED: dict[str, dict[str, Any]] = {
+    "google-sre-shakespeare.md": dict(
+        title="Shakespeare Sonnet++ Postmortem (incident #465)",
+        services=["shakespeare-search", "shakespeare-frontend"],
+        alert="ShakespeareSearchLatencyHigh", severity="SEV2", started_at=_day(2015, 10, 21), symptoms_from="impact",
+        root_cause="resource leak", trigger="sudden increase in traffic", resolution="sacrificial cluster",
+        detection="Borgmon", action_items=5, lessons=5, timeline=6, unparsed=["Supporting information"], links=2),
+    "atlassian-github-2018-10-21.md": dict(
+        services=["github-web", "mysql-primary", "orchestrator"], alert="MySQLReplicationLag", severity="Sev 1",
+        started_at=_day(2018, 10, 21, 22, 52), resolved_at=_day(2018, 10, 22, 23, 3), symptoms_from="impact",
+        root_cause="fail over across regions", resolution="Restored the East Coast databases", action_items=3,
+        lessons=2, timeline=4, unparsed=["Leadup", "Fault", "Response"]),
+    "pagerduty-cloudflare-2019-07-02.md": dict(
+        title="Cloudflare outage caused by a bad WAF rule", services=["edge-proxy", "waf"], alert="EdgeHTTP502Spike",
+        severity="SEV-1", started_at=_day(2019, 7, 2), symptoms_from="summary", summary="502 errors worldwide",
+        root_cause="backtracks catastrophically", resolution="global kill", action_items=3, lessons=2, timeline=5,
+        unparsed=["Responders", "Messaging"], links=1),
+    "frontmatter-aws-s3-2017-02-28.md": dict(
+        title="Amazon S3 service disruption in US-EAST-1", services=["s3-index", "s3-placement", "s3-api"],
+        alert="S3ErrorRateHigh", severity="SEV1", environment="us-east-1", root_cause_category="operator_error",
+        started_at=_day(2017, 2, 28, 17, 37), resolved_at=_day(2017, 3, 1, 1, 54), symptoms_from="impact",
+        root_cause="too much capacity to be removed", resolution="index subsystem was restarted", action_items=3),
+    "numbered-slack-2021-01-04.md": dict(
+        title="Slack outage, January 4th 2021", services=["slack-web", "aws-transit-gateway", "provisioning-service"],
+        alert=None, severity="Sev-1", started_at=_day(2021, 1, 4), symptoms_from="summary",
+        root_cause="Transit Gateways did not scale up", resolution="manually increased", detection="Dashboards",
+        action_items=3),
+    "bare-fastly-2021-06-08.md": dict(
+        title="Fastly global outage (June 8, 2021)", services=["fastly-edge", "customer-config"],
+        alert="EdgeErrorRate503", severity="critical", root_cause_category="latent_software_bug",
+        started_at=_day(2021, 6, 8, 9, 47), symptoms_from="summary", summary="85% of the network",
+        root_cause="valid configuration change", resolution="disabled within 40 minutes"),
+    "timeline-only-knight-capital-2012.md": dict(
+        services=["smars-router", "order-entry"], severity="critical", started_at=_day(2012, 8, 1),
+        symptoms_from="timeline", symptoms=3, root_cause="Power Peg", action_items=3, timeline=4),
+    "gitlab-2017-01-31.md": dict(  # a real root cause that names `rm -rf`: withheld, the reviewer writes it
+        services=["gitlab-db-primary", "gitlab-db-secondary"], alert="PostgresReplicationLagHigh", severity="S1",
+        started_at=_day(2017, 1, 31, 23, 0), symptoms_from="impact", root_cause=None, root_cause_withheld=True,
+        quarantined=["root_cause"], resolution="LVM snapshot", lessons=1),
+    "poisoned-checkout-2024-02-02.md": dict(
+        services=["checkout", "payments-db"], alert="CheckoutErrorRateHigh", started_at=_day(2024, 2, 2),
+        symptoms_from="impact", symptoms=1, root_cause="connection pool was exhausted", timeline=2,
+        quarantined=["impact", "timeline", "root_cause"], resolution="Raised the pool size"),
+    "json-roblox-2021-10-28.json": dict(
+        format="json", title="Roblox 73-hour outage", services=["consul", "nomad", "vault", "roblox-game-servers"],
+        alert="ConsulKVWriteLatencyHigh", severity="SEV0", root_cause_category="datastore_contention",
+        started_at=_day(2021, 10, 28, 20, 37), symptoms_from="json", root_cause="BoltDB freelist",
+        resolution="Streaming was disabled", action_items=3, links=1),
+    "zh-fupan-bilibili-2021-07-13.md": dict(
+        title="2021.07.13 B站 SLB 故障复盘", services=["openresty-slb", "主站", "App"], alert="SLBUnavailable",
+        severity="P0", started_at=_day(2021, 7, 13, 22, 52), resolved_at=_day(2021, 7, 14, 0, 30),
+        symptoms_from="impact", summary="CPU 100%", root_cause="_gcd", resolution="新建一套 SLB 集群",
+        action_items=3, lessons=1, timeline=5),
+    "zh-fupan-yuque-2023-10-23.md": dict(
+        title="语雀 2023-10-23 服务中断复盘", services=["yuque-web", "yuque-storage"], alert="StorageUnavailable",
+        severity="P0", started_at=_day(2023, 10, 23), symptoms_from="impact", root_cause="运维升级工具存在 bug",
+        resolution="逐台恢复上线", action_items=3),
+    "zh-fupan-aliyun-hk-2022-12-18.md": dict(
+        title="阿里云香港 Region 可用区 C 服务中断复盘", services=["ecs", "rds", "香港可用区C"], severity="P1",
+        environment="cn-hongkong-c", started_at=_day(2022, 12, 18, 8, 56), symptoms_from="summary",
+        root_cause="冷机系统故障", resolution="分批重启冷机", action_items=3),
+    "zh-fupan-ctrip-2015-05-28.md": dict(
+        title="携程 2015-05-28 全站不可用复盘", services=["ctrip-web", "app-api", "发布系统"],
+        alert="SiteAvailabilityDown", severity="P0", started_at=_day(2015, 5, 28), symptoms_from="summary",
+        root_cause="操作失误", resolution="通过备份逐批恢复", action_items=2),
+    "zh-json-tencent-2023-03-29.json": dict(
+        format="json", services=["wechat", "qq", "广州数据中心"], alert="DataCenterTemperatureHigh", severity="P1",
+        started_at=_day(2023, 3, 28, 19, 0), symptoms_from="json", root_cause="冷却系统发生故障",
+        resolution="修复冷却系统", action_items=2, links=1),
+}
+COUNTED = ("action_items", "lessons", "timeline", "links", "symptoms")
+PHRASES = ("root_cause", "resolution", "summary", "trigger", "detection")
+
+
+def _parse(path: Path) -> Postmortem:
+    fmt = format_of(path.name)
+    assert fmt is not None
+    return parse(fmt, path.read_text(encoding="utf-8"))
+
+
+def test_every_fixture_is_stated_and_there_are_enough() -> None:
+    files = {p.name for p in FIXTURES.glob("*") if format_of(p.name) and p.name != "README.md"}
+    assert files == set(EXPECTED)
+    assert len(files) >= 12 and sum(1 for f in files if f.startswith("zh-")) >= 5
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_parses_to_the_expected_fields(name: str) -> None:
+    pm = _parse(FIXTURES / name)
+    for key, want in EXPECTED[name].items():
+        got = getattr(pm, key)
+        if key in COUNTED:
+            assert len(got) == want, f"{name}: {key} = {got}"
+        elif key in PHRASES and want is not None:
+            assert got is not None and want in got, f"{name}: {key} = {got!r}"
+        elif key == "quarantined":
+            assert [q.field for q in got] == want, f"{name}: {got}"
+        else:
+            assert got == want, f"{name}: {key} = {got!r}"
+    assert pm.symptoms, name
+    if name not in ("gitlab-2017-01-31.md", "poisoned-checkout-2024-02-02.md"):
+        assert pm.quarantined == [], f"{name}: ordinary text taken for an instruction: {pm.quarantined}"
+
+
+@pytest.mark.parametrize(("name", "missing"), [("meeting-notes.md", ["root_cause", "symptoms"]),
+                                               ("no-root-cause.md", ["root_cause"])])
+def test_a_document_that_is_not_a_postmortem_names_what_is_missing(name: str, missing: list[str]) -> None:
+    with pytest.raises(NotAPostmortem) as err:
+        _parse(FIXTURES / "invalid" / name)
+    assert err.value.missing == missing and err.value.status == 422
+    assert err.value.field == f"content.{missing[0]}"
+
+
+def test_json_without_root_cause_or_symptoms_is_refused() -> None:
+    with pytest.raises(NotAPostmortem) as err:
+        parse("json", {"title": "t", "services": ["a"]})
+    assert err.value.missing == ["root_cause", "symptoms"]
+    with pytest.raises(Exception) as bad:
+        parse("json", {"title": "t", "root_cause": "x", "symptoms": "y", "colour": "red"})
+    assert getattr(bad.value, "field", None) == "content.colour"
+
+
+def test_an_oversized_document_is_413() -> None:
+    big = "# T\n\n## Impact\n\nslow\n\n## Root cause\n\n" + "x " * MAX_DOCUMENT_CHARS
+    with pytest.raises(DocumentTooLarge) as err:
+        parse("markdown", big)
+    assert err.value.status == 413
+
+
+def test_sections_are_found_whatever_the_level_and_order() -> None:
+    doc = ("#### 根因\n\nThe cache key collided.\n\n# Impact\n\nLogins failed.\n\n"
+           "### Mitigation\n\nFlushed the cache.\n\n###### 改进措施\n\n- Namespaced keys\n")
+    pm = parse("markdown", doc)
+    assert pm.root_cause == "The cache key collided." and pm.symptoms == ["Logins failed."]
+    assert pm.resolution == "Flushed the cache." and pm.action_items == ["Namespaced keys"]
+    assert pm.sections == ["root_cause", "impact", "resolution", "action_items"]
+
+
+# where a poisoning text is put into a document: (name, document template with POISON)
+BASE = ("# Title\n\n**Services:** checkout\n\n## Summary\n\nCheckout failed.\n\n## Impact\n\nErrors for 20 minutes."
+        "\n\n## Timeline\n\n- 10:00 alert fired\n- 10:20 fixed\n\n## Root cause\n\nPool exhausted by slow queries."
+        "\n\n## Resolution\n\nRaised the pool.\n\n## Action items\n\n- Add a slow query alert\n\n"
+        "## Lessons learned\n\n- Watch the pool\n")
+PLACES: dict[str, str] = {
+    "own paragraph in every section": BASE.replace("\n\n## ", "\n\nPOISON\n\n## ") + "\nPOISON\n",
+    "appended to each paragraph": BASE.replace("failed.", "failed. POISON").replace("queries.", "queries. POISON")
+    .replace("pool.", "pool. POISON").replace("minutes.", "minutes. POISON"),
+    "list items": BASE.replace("- 10:20 fixed", "- 10:10 POISON").replace("- Watch the pool", "- POISON")
+    .replace("- Add a slow query alert", "- POISON"),
+    "metadata line": BASE.replace("**Services:** checkout", "**Services:** POISON\n**Alert:** POISON"),
+    "metadata table": BASE.replace("**Services:** checkout", "| Services | POISON |\n|---|---|\n| Alert | POISON |"),
+    "front matter": "---\ntitle: 'POISON'\nalert: 'POISON'\n---\n" + BASE,
+    "title heading": BASE.replace("# Title", "# POISON"),
+    "root cause only": BASE.replace("Pool exhausted by slow queries.", "POISON"),
+}
+FIELDS = ("title", "services", "alert", "severity", "environment", "summary", "symptoms", "root_cause",
+          "root_cause_category", "trigger", "detection", "resolution", "action_items", "lessons", "timeline", "links")
+
+
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_no_poisoning_text_reaches_a_parsed_field(place: str) -> None:
+    for i, text in enumerate(TEXTS):
+        marker = f"qqmark{i}z"
+        poison = f"{text} {marker}".replace("\n", " ")
+        quoted = poison.replace("'", "''") if place == "front matter" else poison
+        try:
+            pm = parse("markdown", PLACES[place].replace("POISON", quoted))
+        except NotAPostmortem:
+            continue  # nothing imported at all
+        leaked = [f for f in FIELDS if marker in str(getattr(pm, f))]
+        assert not leaked, f"{place}: text {i} reached {leaked}"
+        if place in ("own paragraph in every section", "appended to each paragraph", "root cause only"):
+            assert any(marker in q.text for q in pm.quarantined), f"{place}: text {i} was not quoted"
+
+
+def test_poisoning_texts_in_json_fields_are_quarantined() -> None:
+    for i, text in enumerate(TEXTS):
+        marker = f"qqmark{i}j"
+        poison = f"{text} {marker}"
+        pm = parse("json", {"title": poison, "services": ["checkout", poison], "alert": poison[:200],
+                            "symptoms": ["errors rose", poison], "root_cause": f"pool exhausted. {poison}",
+                            "resolution": poison, "action_items": [poison], "summary": "s"})
+        dumped = pm.model_dump(exclude={"quarantined"})
+        assert marker not in str(dumped), f"text {i}"
+        assert pm.root_cause_withheld
+
+
+def test_the_detector_catches_the_whole_corpus() -> None:
+    assert len(TEXTS) >= 50
+    assert [t for t in TEXTS if instruction_reason(t) is None] == []
