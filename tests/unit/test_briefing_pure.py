@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.briefing.facts import RecordFacts
-from services.briefing.rank import RankPolicy, RankQuery, rank
+from services.briefing.rank import RankPolicy, RankQuery, TextModel, rank
 from services.briefing.warnings import WarningContext, warnings_for
 from services.lexicon.analyzer import analyze
 
@@ -28,7 +28,10 @@ def query(text: str = "", **kw: Any) -> RankQuery:
                      environment=kw.get("environment"))
 
 
-POLICY = RankPolicy(now=NOW)
+# A fixed lexical model, so that these tests state the ranker's behaviour, not the coefficients fitted to the corpus
+MODEL = TextModel(name="test-lexical", features=("lexical", "lexical_share", "concept"), coefficients=(1.5, 1.0, 4.0),
+                  intercept=-2.5, min_relevance=0.5, category_weight=0.5)
+POLICY = RankPolicy(now=NOW, model=MODEL)
 
 
 def test_signals_decide_between_two_causes_of_one_alert() -> None:

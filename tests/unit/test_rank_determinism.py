@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _PROBE = """
 import uuid
 from services.briefing.facts import RecordFacts
-from services.briefing.rank import RankPolicy, RankQuery, channels
+from services.briefing.rank import Evidence, RankQuery, TermWeights
 from services.lexicon.index import CorpusStats
 terms = [f"term{i}" for i in range(24)]
 stats = CorpusStats(docs=100_003, avg_length=37.3, df={t: 3 + 7 * i * i for i, t in enumerate(terms)})
@@ -27,7 +27,7 @@ q = RankQuery(alert=None, services=frozenset(), signals=frozenset(), entities=fr
 row = RecordFacts(family_id=uuid.UUID(int=1), version=1, memory_type="episodic", root_cause_category=None,
                   alert_name=None, services=(), signals=frozenset(), entities=frozenset(),
                   misleading_signals=frozenset(), lexemes=frozenset(terms), doc_length=41, confidence=0.7)
-print(repr(channels(q, row, stats, RankPolicy())["lexical"]))
+print(repr(Evidence.of(row, stats, TermWeights.of(q, stats), None).words))
 """
 
 
@@ -41,7 +41,7 @@ def _lexical_in_process(seed: int) -> str:
 def test_lexical_channel_is_bit_identical_across_hash_seeds() -> None:
     values = {_lexical_in_process(seed) for seed in (1, 2, 3, 4, 5, 6)}
     assert len(values) == 1, values
-    assert 0.0 < float(values.pop()) < 1.0
+    assert float(values.pop()) > 0.0  # the BM25 mass itself (unbounded): what the text model reads
 
 
 def test_term_weights_are_in_term_order() -> None:

@@ -1,0 +1,229 @@
+"""Fit the briefing's text model and choose its abstention point: the documented procedure behind
+`services/briefing/data/ranker.json`. It reads history and dev only; the test questions are never seen.
+
+1. The history of `replay/realworld` is learned into a fresh tenant of the live stack through the whole pipeline
+   (as `replay realworld` does), so the records are exactly what production would hold.
+2. Training pairs, leave-one-out over history: every history incident is asked with its own symptoms (in its
+   language and again in the other) through the briefing's own retrieval (`BriefingService.retrieve`, in
+   process: the same branches, candidates and cosines as a live briefing), its own record removed; each
+   candidate is a pair (the ranker's `text_features`, same root-cause class or not).
+3. A logistic regression (scikit-learn, L2) on those pairs, C chosen by 5-fold cross-validation grouped by
+   question (log-loss); once with every feature (the embedding's model), once with the lexical features only
+   (the model for answers without an embedding).
+4. The abstention point and the category weight, on the dev questions only (recurrences and novel, both
+   languages): every combination on a grid is ranked in process (`rank`, the live function) and scored by the
+   planner; the pick minimises memory-on's total checks (recurrences plus one per hinted class on novel
+   questions), then maximises Recall@5. The whole trade-off curve (Recall@5 against false-hint rate per
+   threshold) is written next to the coefficients.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from replay import realworld as rw
+from schemas.api import BriefingRequest
+from services.briefing.embedding import MultilingualE5Embedder
+from services.briefing.facts import RecordFacts
+from services.briefing.rank import (
+    TEXT_FEATURES,
+    Evidence,
+    RankPolicy,
+    TermWeights,
+    TextModel,
+    rank,
+    text_features,
+)
+from services.briefing.semantic import SemanticIndex
+from services.briefing.service import BriefingService, Retrieved
+from services.cli.client import OpsloreClient
+from services.common.auth import Principal
+from services.common.db import Database
+from services.common.settings import Settings
+
+LEXICAL_FEATURES = ("lexical", "lexical_share", "concept")
+THRESHOLDS = tuple(round(0.02 * i, 2) for i in range(1, 50))
+CATEGORY_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
+C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+OUT = Path(__file__).resolve().parents[1] / "services" / "briefing" / "data" / "ranker.json"
+CURVES = Path(__file__).parent / "realworld" / "ranker-curves.json"  # the dev trade-off curves behind the choice
+
+
+@dataclass
+class Asked:
+    pm: rw.Postmortem
+    lang: rw.Lang
+    found: Retrieved  # with the semantic branch
+    lexical: Retrieved  # the same question without an embedding
+
+
+class Harness:
+    """The briefing's retrieval in process, over the tenant the history was learned into."""
+
+    def __init__(self, settings: Settings, tenant: str, incidents_of: dict[str, set[str]]) -> None:
+        self.db = Database(settings.database_url, max_size=2)
+        self.semantic = SemanticIndex(MultilingualE5Embedder())
+        self.service = BriefingService(self.db, settings, None, self.semantic)
+        self.principal = Principal(key_id=uuid.uuid4(), tenant=tenant, project="default", role="agent")
+        self.incidents_of = incidents_of  # family id -> its source incidents
+        self.now = datetime.now(UTC)
+
+    def ask(self, pm: rw.Postmortem, lang: rw.Lang, exclude: str | None = None) -> Asked:
+        req = BriefingRequest.model_validate(pm.request(lang))
+        vector = self.service.embed(req)
+        lexical_only = type(vector)(None, failed=False)
+        with self.db.tenant_transaction(self.principal.scoped_tenant) as cur:
+            found = self.service.retrieve(cur, self.principal, req, self.now, vector)
+            bare = self.service.retrieve(cur, self.principal, req, self.now, lexical_only)
+        if exclude:
+            found.rows = [r for r in found.rows if exclude not in self.incidents_of.get(str(r.family_id), set())]
+            bare.rows = [r for r in bare.rows if exclude not in self.incidents_of.get(str(r.family_id), set())]
+        return Asked(pm, lang, found, bare)
+
+    def close(self) -> None:
+        self.service.close()
+        self.db.close()
+
+
+def features(found: Retrieved, names: tuple[str, ...]) -> tuple[list[RecordFacts], np.ndarray]:
+    """The text features of every candidate, as `rank` computes them."""
+    weights = TermWeights.of(found.query, found.stats)
+    sims = found.similarities or {}
+    ev = [Evidence.of(r, found.stats, weights, sims.get(r.key)) for r in found.rows]
+    best_words = max((e.words for e in ev), default=0.0)
+    best_cos = max((e.cosine for e in ev if e.cosine is not None), default=None)
+    x = [[text_features(e, best_words, best_cos)[n] for n in names] for e in ev]
+    return found.rows, np.asarray(x, dtype=np.float64).reshape(len(ev), len(names))
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[Any, float, dict[str, float]]:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import GroupKFold
+
+    cv: dict[str, float] = {}
+    for c in C_GRID:
+        losses = []
+        for train, test in GroupKFold(n_splits=5).split(x, y, groups):
+            m = LogisticRegression(C=c, max_iter=2000).fit(x[train], y[train])
+            losses.append(log_loss(y[test], m.predict_proba(x[test])[:, 1], labels=[0, 1]))
+        cv[str(c)] = float(np.mean(losses))
+    best = min(C_GRID, key=lambda c: cv[str(c)])
+    return LogisticRegression(C=best, max_iter=2000).fit(x, y), best, cv
+
+
+def training_pairs(harness: Harness, pms: list[rw.Postmortem], names: tuple[str, ...], lexical: bool,
+                   progress: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    xs, ys, gs = [], [], []
+    langs: tuple[rw.Lang, ...] = ("en", "zh")
+    for gi, pm in enumerate(rw.history(pms)):
+        for lang in langs:
+            asked = harness.ask(pm, lang, exclude=pm.id)
+            rows, x = features(asked.lexical if lexical else asked.found, names)
+            xs.append(x)
+            ys += [1 if r.root_cause_category == pm.cls else 0 for r in rows]
+            gs += [gi] * len(rows)
+        progress(pm.id)
+    return np.vstack(xs), np.asarray(ys), np.asarray(gs)
+
+
+def model_doc(m: Any, names: tuple[str, ...], c: float, cv: dict[str, float], pairs: int,
+              positives: int) -> dict[str, Any]:
+    return {"features": list(names), "coefficients": [round(float(w), 6) for w in m.coef_[0]],
+            "intercept": round(float(m.intercept_[0]), 6), "C": c, "cv_log_loss": cv, "pairs": pairs,
+            "positives": positives}
+
+
+def choose(asked: list[Asked], pms: list[rw.Postmortem], name: str, doc: dict[str, Any],
+           lexical: bool) -> dict[str, Any]:
+    """The abstention point and category weight minimising memory-on's checks on dev (then maximising R@5)."""
+    curve: list[dict[str, Any]] = []
+    best: tuple[tuple[float, float], dict[str, Any]] | None = None
+    for cw in CATEGORY_WEIGHTS:
+        for t in THRESHOLDS:
+            model = TextModel.of(name, {**doc, "min_relevance": t, "category_weight": cw})
+            policy = RankPolicy(now=None, model=model)
+            per_lang = {}
+            for lang in ("en", "zh"):
+                rankings = {}
+                for a in (a for a in asked if a.lang == lang):
+                    f = a.lexical if lexical else a.found
+                    ranked = rank(f.query, f.rows, policy, rw.K, f.similarities, f.stats)
+                    rankings[a.pm.id] = rw.Ranking(a.pm.id, [[str(s.facts.family_id)] for s in ranked.hints],
+                                                   [s.facts.root_cause_category for s in ranked.hints])
+                per_lang[lang] = rankings
+            point: dict[str, Any] = {"min_relevance": t, "category_weight": cw}
+            checks = 0.0
+            r5 = 0.0
+            for lang, rankings in per_lang.items():
+                sc = _score(pms, [a.pm for a in asked if a.lang == lang], rankings)
+                point[lang] = sc
+                checks += sc["checks_on"]
+                r5 += sc["recall_at_5"]
+            curve.append(point)
+            key = (checks, -r5)
+            if best is None or key < best[0]:
+                best = (key, point)
+    assert best is not None
+    return {"chosen": best[1], "curve": curve}
+
+
+def _score(pms: list[rw.Postmortem], asked: list[rw.Postmortem], rankings: dict[str, rw.Ranking]) -> dict[str, Any]:
+    """`rw.score` over family ids: a ranking cites families here, so map history incidents to them."""
+    order = rw.class_order(pms)
+    rec = [pm for pm in asked if pm.role in ("dev", "test")]
+    nov = [pm for pm in asked if pm.role not in ("dev", "test")]
+    ranks = []
+    for pm in rec:
+        classes = rankings[pm.id].classes[:rw.K]
+        ranks.append(next((i for i, c in enumerate(classes, start=1) if c == pm.cls), None))
+    plans = [rw.plan(order, rankings[pm.id].classes[:rw.K], pm.cls if pm in rec else None) for pm in asked]
+    n = max(len(rec), 1)
+    return {"recall_at_1": round(sum(1 for r in ranks if r == 1) / n, 3),
+            "recall_at_5": round(sum(1 for r in ranks if r) / n, 3),
+            "false_hint_rate": round(sum(1 for pm in nov if rankings[pm.id].cited) / max(len(nov), 1), 3),
+            "checks_on": sum(p.checks_on for p in plans), "checks_off": sum(p.checks_off for p in plans),
+            "worse": sum(1 for p in plans if p.checks_on > p.checks_off)}
+
+
+def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, out: Path = OUT) -> dict[str, Any]:
+    pms = rw.load()
+    admin = OpsloreClient(settings.api_url, settings.admin_token)
+    tenant = f"ranker-fit-{uuid.uuid4().hex[:10]}"
+    client = OpsloreClient(settings.api_url, admin.create_key(tenant, "reviewer", "default"))
+    rw.learn_history(client, pms, progress)
+    incidents_of = {str(r["family_id"]): set(r["source_incidents"]) for r in client.records()}
+    harness = Harness(settings, tenant, incidents_of)
+    try:
+        models: dict[str, Any] = {}
+        variants = ((harness.semantic.model, TEXT_FEATURES, False), ("lexical", LEXICAL_FEATURES, True))
+        for key, names, lexical in variants:
+            x, y, g = training_pairs(harness, pms, names, lexical, progress)
+            m, c, cv = fit_logistic(x, y, g)
+            models[key] = model_doc(m, names, c, cv, len(y), int(y.sum()))
+        dev = [harness.ask(pm, lang) for pm in rw.questions(pms, "dev") for lang in ("en", "zh")]
+        tuning = {}
+        for key, doc in models.items():
+            picked = choose(dev, pms, key, doc, lexical=key == "lexical")
+            doc.update(min_relevance=picked["chosen"]["min_relevance"],
+                       category_weight=picked["chosen"]["category_weight"])
+            tuning[key] = picked
+    finally:
+        harness.close()
+    result = {"about": "fitted by replay/ranker_fit.py (see its docstring for the procedure); history and dev only",
+              "fitted_at": datetime.now(UTC).isoformat(timespec="seconds"), "corpus": rw.summary(pms),
+              "models": models}
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    curves = CURVES
+    curves.write_text(json.dumps(tuning, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return {"models": {k: {kk: v for kk, v in d.items() if kk != "cv_log_loss"} for k, d in models.items()},
+            "chosen": {k: t["chosen"] for k, t in tuning.items()}}
+
