@@ -29,7 +29,7 @@ down:  ## stop what `make up` started
 	$(STACK) down
 
 demo: up  ## bring the stack up, replay the scenarios and demo incidents, print a briefing
-	$(PY) -m replay run ../shared/scenarios replay/scenarios --report replay/results/demo.json
+	$(PY) -m replay run replay/scenarios --report replay/results/demo.json
 	$(PY) -m replay.demo
 
 lint:  ## ruff and the import-linter layer contracts (.importlinter)
@@ -46,7 +46,7 @@ test: up lint typecheck  ## lint, typecheck, and every test against the real sta
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 replay: up  ## scenario corpora, real postmortems vs BM25/embedding, memory-on/off gate (exit 1 on any failure)
-	$(PY) -m replay run ../shared/scenarios replay/scenarios --report replay/results/corpus.json
+	$(PY) -m replay run replay/scenarios --report replay/results/corpus.json
 	$(PY) -m replay realworld --report replay/results/realworld.json
 	$(PY) -m replay gate --corpus-report replay/results/corpus.json
 

@@ -5,7 +5,7 @@
 Two fresh tenants learn, through the real pipeline (gateway, projector, evidence gate, review):
 - `realworld`: every public postmortem of replay/realworld/ except the novel-class ones (history and the
   later recurrences), so recurring lessons exist as separate families;
-- `scenarios`: every incident of the scenario corpora (../shared/scenarios and replay/scenarios).
+- `scenarios`: every incident of the scenario corpora (replay/scenarios, the contract's examples included).
 Then one preview of every job, and every proposal executed through the API in order (a proposal whose
 family an earlier execution moved answers 409, counted as a conflict). Writes bench/results/governance-*.json.
 """
@@ -56,9 +56,7 @@ def learn_realworld(client: OpsloreClient) -> int:
 
 def learn_scenarios(client: OpsloreClient) -> int:
     n = 0
-    for folder in (ROOT.parent / "shared" / "scenarios", ROOT / "replay" / "scenarios"):
-        if not folder.exists():
-            continue
+    for folder in (ROOT / "replay" / "scenarios",):  # the contract's examples are in replay/scenarios/examples
         for sc in load_scenarios(folder):
             for incident in sc.incidents:
                 learn_incident(sc, incident, client)

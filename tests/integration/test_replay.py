@@ -1,4 +1,6 @@
-"""The shared and own scenario corpora pass through the live pipeline, and a wrong expectation fails."""
+"""The scenario corpora of the repository (replay/scenarios: the contract's examples, our own, the generated
+ones, the demo) pass through the live pipeline, and a wrong expectation fails. Nothing outside the
+checkout is read: a plain `git clone` runs all of it."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from services.common.settings import Settings
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-CORPORA = [ROOT.parent / "shared" / "scenarios", ROOT / "replay" / "scenarios"]
-SCENARIOS = [s for d in CORPORA if d.exists() for s in load_scenarios(d)]
+CORPUS = ROOT / "replay" / "scenarios"
+SCENARIOS = load_scenarios(CORPUS)
+EXAMPLES = {s.name for s in load_scenarios(CORPUS / "examples")}
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +25,11 @@ def runner(settings: Settings) -> ScenarioRunner:
 
 
 def test_corpora_are_present() -> None:
-    assert len(SCENARIOS) >= 10, [str(d) for d in CORPORA]
+    assert len(SCENARIOS) >= 10, str(CORPUS)
+    assert {"pool-exhaustion-basic", "retract-and-untrusted-text", "same-alert-different-cause",
+            "zh-pool-paraphrase"} <= EXAMPLES  # the contract's examples live in the checkout
+    names = [s.name for s in SCENARIOS]
+    assert len(names) == len(set(names)), "every scenario once"
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
@@ -34,7 +41,8 @@ def test_scenario_passes(runner: ScenarioRunner, scenario: Scenario) -> None:
 
 
 def test_a_wrong_expectation_fails(runner: ScenarioRunner) -> None:
-    base = next(s for s in SCENARIOS if s.name == "pool-exhaustion-basic")
+    base = next((s for s in SCENARIOS if s.name == "pool-exhaustion-basic"), None)
+    assert base is not None, f"pool-exhaustion-basic is not in {CORPUS}"
     wrong = base.model_copy(deep=True)
     wrong.queries[0].expect.top1_cites = "INC-404"
     wrong.queries[1].expect.no_hints = False
