@@ -1,4 +1,4 @@
-"""Replay scenario files (format: shared/scenarios/README.md), parsed into strict models."""
+"""Replay scenario files (format: replay/scenarios/README.md), parsed into strict models."""
 
 from __future__ import annotations
 
