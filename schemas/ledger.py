@@ -142,6 +142,45 @@ class ActionTaken(_Payload):
     runbook_ref: Text | None = None
 
 
+class QuarantinedText(_Strict):
+    """Text of an imported postmortem that read like an instruction: quoted for the reviewer, never promoted."""
+
+    field: ShortText
+    text: Text
+    reason: ShortText
+
+
+ItemTexts = Annotated[list[Text], Field(max_length=30)]
+
+
+class ImportedPostmortem(_Strict):
+    """The mark of a resolution that a reviewer imported from the team's own postmortem (CONTRACT v1.2): the
+    evidence gate's one other way in. Only `POST /v1/postmortems` may write it; the public ledger endpoint
+    refuses any payload that carries `imported` (`IMPORTED_FIELD`)."""
+
+    content_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    format: Literal["markdown", "json"]
+    source_ref: Text | None = None
+    title: ShortText | None = None
+    alert: ShortText | None = None  # the alert the document named (the opening's name is a placeholder otherwise)
+    severity: ShortText | None = None
+    started_at: BoundedTime | None = None
+    symptoms_from: ShortText | None = None
+    trigger: Text | None = None
+    detection: Text | None = None
+    action_items: ItemTexts = Field(default_factory=list)
+    lessons: ItemTexts = Field(default_factory=list)
+    links: ItemTexts = Field(default_factory=list)
+    sections: Annotated[list[ShortText], Field(max_length=50)] = Field(default_factory=list)
+    unparsed: Annotated[list[ShortText], Field(max_length=100)] = Field(default_factory=list)
+    quarantined: Annotated[list[QuarantinedText], Field(max_length=100)] = Field(default_factory=list)
+    root_cause_withheld: bool = False
+    document: Annotated[str, StringConstraints(max_length=65_536)] | None = None  # as imported, for the reviewer
+
+
+IMPORTED_FIELD = "imported"
+
+
 class IncidentResolved(_Payload):
     root_cause: Text
     root_cause_category: ShortText | None = None
@@ -149,6 +188,7 @@ class IncidentResolved(_Payload):
     resolution: Text | None = None
     evidence_refs: EventRefs
     services: Tags | None = None
+    imported: ImportedPostmortem | None = None  # only from the reviewer's postmortem import (v1.2)
 
 
 class BriefingFeedback(_Payload):

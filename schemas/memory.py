@@ -13,7 +13,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from schemas.ledger import BoundedTime
+from schemas.ledger import BoundedTime, ImportedPostmortem
 
 MAX_OBSERVATIONS = 200
 MAX_ACTIONS = 50
@@ -136,6 +136,7 @@ class Episode(_Model):
     candidate_ids: list[UUID] = Field(default_factory=list)
     gate_verdict: str | None = None
     event_count: int = 0
+    imported: ImportedPostmortem | None = None  # the resolution came from an imported postmortem (v1.2)
 
 
 class EvidenceRef(_Model):
@@ -195,6 +196,10 @@ class CandidateDraft(_Model):
     # the summary; the text itself is only quoted
     untrusted_text_quoted: bool = False
     quoted: list[QuotedText] = Field(default_factory=list)
+    # from a postmortem the team wrote, imported by a reviewer (v1.2): not verified by this system; the
+    # source's parsed fields (without the document) for the review queue
+    imported: bool = False
+    imported_from: ImportedPostmortem | None = None
 
 
 class VersionContent(_Model):
@@ -230,6 +235,7 @@ class VersionContent(_Model):
     version_range: str | None = None
     topology_fingerprint: str | None = None
     applicability_restricted: bool = False
+    imported: bool = False  # learned from an imported postmortem (v1.2): hints warn `imported_unverified`
     observed_at: BoundedTime | None = None
     valid_from: BoundedTime
     valid_until: BoundedTime | None = None

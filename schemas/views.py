@@ -55,6 +55,7 @@ class CandidateView(_View):
     created_at: datetime
     content: dict[str, Any]
     untrusted_text_quoted: bool
+    imported: bool = False  # from an imported postmortem (v1.2)
     review: ReviewDecision | None = None
     proposal: Proposal | None = None  # pending candidates only
     episode: dict[str, Any] | None = None  # GET /v1/candidates/{id} only

@@ -18,6 +18,7 @@ from services.governance.service import GovernanceService
 from services.intake.alertmanager import AlertIntake
 from services.memory.service import MemoryService
 from services.operations.readiness import ReadinessProbe
+from services.postmortems.service import PostmortemImporter
 from services.projector.queries import EpisodeQueries
 from services.review.service import ReviewService
 
@@ -36,3 +37,4 @@ class Services:
     readiness: ReadinessProbe
     intake: AlertIntake
     governance: GovernanceService
+    postmortems: PostmortemImporter

@@ -46,6 +46,7 @@ from services.lexicon import analyzer
 from services.mcp_server.server import http_server
 from services.memory.service import MemoryService
 from services.operations.readiness import ReadinessProbe
+from services.postmortems.service import PostmortemImporter
 from services.projector.queries import EpisodeQueries
 from services.review.service import ReviewService
 
@@ -71,6 +72,7 @@ def build_services(settings: Settings) -> Services:
         readiness=ReadinessProbe(db, settings),
         intake=AlertIntake(db, gateway, briefing),
         governance=GovernanceService(db, settings, memory, review),
+        postmortems=PostmortemImporter(db, gateway),
     )
 
 

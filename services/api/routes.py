@@ -37,6 +37,7 @@ from schemas.api import (
     Whoami,
 )
 from schemas.memory import ProposalState
+from schemas.postmortems import PostmortemImportAnswer
 from schemas.views import (
     Approved,
     CandidatePage,
@@ -102,6 +103,13 @@ def append_events(svc: Svc, caller: Caller, body: Any = Body(...)) -> Accepted:
     return Accepted(accepted=[r.event_id for r in records])
 
 
+@router.post("/v1/postmortems", status_code=202, response_model=PostmortemImportAnswer)
+def import_postmortem(svc: Svc, caller: Caller, body: Any = Body(...)) -> PostmortemImportAnswer:
+    """A postmortem the team wrote (reviewer): parsed, appended as an investigation's events, reviewed as a
+    candidate flagged `imported` (CONTRACT v1.2). The body is read raw so an oversized document is 413."""
+    return svc.postmortems.import_document(caller, body)
+
+
 @router.get("/v1/ledger/export")
 def export_ledger(svc: Svc, caller: Caller, since: datetime | None = None,
                   incident_id: str | None = None) -> StreamingResponse:
@@ -116,8 +124,8 @@ def get_episode(incident_id: str, svc: Svc, caller: Caller) -> EpisodeView:
 
 @router.get("/v1/candidates", response_model=CandidatePage)
 def list_candidates(svc: Svc, caller: Caller, state: str | None = None, incident_id: str | None = None,
-                    limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> CandidatePage:
-    return svc.review.list_candidates(caller, state, incident_id, PageRequest.parse(limit, cursor))
+                    limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None, imported: bool | None = None) -> CandidatePage:
+    return svc.review.list_candidates(caller, state, incident_id, PageRequest.parse(limit, cursor), imported)
 
 
 @router.get("/v1/candidates/{candidate_id}", response_model=CandidateView)

@@ -40,6 +40,7 @@ class RecordFacts:
     topology_fingerprint: str | None = None
     applicability_restricted: bool = False
     untrusted_evidence: bool = False  # part of the evidence is untrusted text (only quoted)
+    imported: bool = False  # learned from an imported postmortem (v1.2)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -69,4 +70,5 @@ class RecordFacts:
             observed_at=row.get("observed_at"), environment=row.get("environment"), cluster=row.get("cluster"),
             version_range=row.get("version_range"), topology_fingerprint=row.get("topology_fingerprint"),
             applicability_restricted=bool(row.get("applicability_restricted")), untrusted_evidence=untrusted,
+            imported=bool(row.get("imported")),
         )

@@ -62,7 +62,7 @@ SELECT v.family_id, v.version, v.memory_type, v.alert_name, v.services, v.signal
        v.confidence, v.environment, v.cluster, v.version_range, v.topology_fingerprint,
        v.applicability_restricted, v.last_verified_at, v.observed_at, v.root_cause_category,
        v.misleading_signals, s.doc_length, s.lexemes,
-       coalesce((v.trust_mix->>'untrusted_text')::int, 0) > 0 AS untrusted_evidence
+       coalesce((v.trust_mix->>'untrusted_text')::int, 0) > 0 AS untrusted_evidence, v.imported
 FROM unnest(%s::uuid[], %s::int[]) k(family_id, version)
 JOIN memory_versions v ON v.family_id = k.family_id AND v.version = k.version
 LEFT JOIN version_search s ON s.family_id = v.family_id AND s.version = v.version

@@ -33,6 +33,9 @@ def warnings_for(q: RankQuery, row: RecordFacts, confidence: float, ctx: Warning
         out.append(Warning_(code="low_confidence", message=f"Confidence {confidence:.2f} is low."))
     if row.untrusted_evidence:
         out.append(Warning_(code="untrusted_source", message="Some evidence is untrusted text; withheld."))
+    if row.imported and row.adopted == 0:
+        out.append(Warning_(code="imported_unverified", message="Learned from an imported postmortem; not yet "
+                                                                "confirmed here by adopted feedback or a live check."))
     return out
 
 

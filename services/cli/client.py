@@ -82,6 +82,12 @@ class OpsloreClient:
     def reject(self, candidate_id: str, reason: str) -> dict[str, Any]:
         return dict(self.request("POST", f"/v1/candidates/{candidate_id}/reject", json={"reason": reason}))
 
+    def import_postmortem(self, format: str, content: str | dict[str, Any], source_ref: str | None = None,
+                          incident_id: str | None = None) -> dict[str, Any]:
+        body = {k: v for k, v in {"format": format, "content": content, "source_ref": source_ref,
+                                  "incident_id": incident_id}.items() if v is not None}
+        return dict(self.request("POST", "/v1/postmortems", json=body))
+
     def records(self, **params: str) -> list[dict[str, Any]]:
         return self._all_pages("/v1/records", "records", params)
 

@@ -17,6 +17,7 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
 from schemas.ledger import (
+    IMPORTED_FIELD,
     LedgerRecord,
     LedgerValidationError,
     SubmittedEvent,
@@ -55,7 +56,12 @@ def bind_scope(event: SubmittedEvent, principal: Principal) -> tuple[str, str]:
     return tenant, event.project or DEFAULT_PROJECT
 
 
-def validate_request(body: Any, principal: Principal, now: datetime) -> list[LedgerRecord]:
+def validate_request(body: Any, principal: Principal, now: datetime, *,
+                     imported_allowed: bool = False) -> list[LedgerRecord]:
+    """Every event validated and bound, or the error naming the first bad field. A payload carrying
+    `imported` (the mark of a reviewer's postmortem import, the evidence gate's other way in) is refused
+    (403) unless the caller is the import itself (`imported_allowed`, `PostmortemImporter`): an agent cannot
+    forge its way past the gate through the public endpoint."""
     raw_events, prefix = split_request(body)
     records: list[LedgerRecord] = []
     for index, raw in enumerate(raw_events):
@@ -65,6 +71,9 @@ def validate_request(body: Any, principal: Principal, now: datetime) -> list[Led
         except LedgerValidationError as exc:
             field = exc.prefixed(where).field if where else exc.field
             raise InvalidInput(f"{field or 'body'}: {exc.message}", field=field or "body") from None
+        if IMPORTED_FIELD in event.payload and not imported_allowed:
+            at = f"{where}.payload.{IMPORTED_FIELD}" if where else f"payload.{IMPORTED_FIELD}"
+            raise Forbidden("an imported postmortem comes in only through POST /v1/postmortems (reviewer)", field=at)
         try:
             tenant, project = bind_scope(event, principal)
         except Forbidden as exc:

@@ -34,6 +34,7 @@ def from_draft(draft: CandidateDraft, edits: ApprovalEdits | None, valid_from: d
         confidence=draft.confidence, environment=draft.environment, cluster=draft.cluster,
         version_range=draft.version, topology_fingerprint=draft.topology_fingerprint,
         observed_at=draft.observed_at, valid_from=valid_from, last_verified_at=draft.last_verified_at,
+        imported=draft.imported,
     )
     return cap_authority(apply_edits(content, edits))
 

@@ -61,7 +61,10 @@ class FamilyMatch:
 
 
 def content_hash(content: VersionContent) -> str:
-    return hashlib.sha256(canonical_json(content.model_dump(mode="json"))).hexdigest()
+    """SHA-256 of the content's canonical JSON; `imported` counts only when set, so the hashes of versions
+    written before the field existed are still their content's."""
+    return hashlib.sha256(canonical_json(content.model_dump(mode="json", exclude=None if content.imported
+                                                            else {"imported"}))).hexdigest()
 
 
 def insert_version(

@@ -36,7 +36,7 @@ from services.common.settings import Settings
 
 FORMAT = 1
 GOVERNED_TABLES = ("memory_families", "memory_versions", "memory_audit", "candidate_reviews", "lineage_edges",
-                   "briefings", "alert_intake", "governance_runs", "governance_proposals")
+                   "briefings", "alert_intake", "governance_runs", "governance_proposals", "postmortem_imports")
 EMBEDDERS = {"hash-ngram": "hash-ngram", "multilingual-e5-small-q4": "e5-small"}  # model name -> setting
 KEY_TABLE = "api_keys"  # no row-level security: hashes only, read by the owner role
 

@@ -8,6 +8,11 @@ raises confidence and never lifts the authority above `clue`. The same holds for
 root cause, summary or hypothesis statement written by an `untrusted_text` event is never promoted
 into the candidate's summary, root cause, category or canonical content; it is kept as a quote
 (`quoted`), marks the candidate (`untrusted_text_quoted`) and the reviewer must write the summary.
+
+The one other way in (CONTRACT v1.2): a resolution that a reviewer imported from the team's own postmortem
+(`IncidentResolved.imported`, which only `POST /v1/postmortems` can write: the public ledger endpoint refuses
+it) becomes a candidate flagged `imported` without a verified hypothesis (`imported_draft`): a clue at low
+confidence, no checks of its own, its instruction-like text quoted, approved only by a reviewer.
 """
 
 from __future__ import annotations
@@ -39,9 +44,15 @@ class GateVerdict:
     reason: str
 
 
+IMPORTED_CONFIDENCE = 0.4  # the team's written account, not yet confirmed by this system
+IMPORTED_VERDICT = "imported postmortem: a reviewer approves it; hints warn imported_unverified"
+
+
 def evaluate(episode: Episode) -> GateVerdict:
     if episode.status != "resolved" or not episode.root_cause:
         return GateVerdict(None, "not resolved with a root cause")
+    if episode.imported is not None and episode.resolution_trust == Trust.USER_STATED:
+        return GateVerdict(imported_draft(episode), IMPORTED_VERDICT)
     observations = {o.event_id: o for o in episode.observations}
     backing = [h for h in episode.hypotheses.values() if _backs(h, episode, observations)]
     if not backing:
@@ -114,6 +125,34 @@ def build_draft(
         resolution=episode.resolution if authored else None,
         untrusted_text_quoted=bool(quoted),
         quoted=quoted,
+    )
+
+
+def imported_draft(episode: Episode) -> CandidateDraft:
+    """The candidate of an imported postmortem: its stated root cause, resolution, services and symptoms (the
+    observations its resolution cites), its quarantined text only quoted; no signals, checks or procedure of
+    its own (nothing here was observed by a tool), `imported` so that hints say it is unverified."""
+    mark = episode.imported
+    assert mark is not None and episode.root_cause is not None
+    observations = {o.event_id: o for o in episode.observations}
+    cited = [observations[r] for r in episode.resolution_refs if r in observations]
+    evidence = [o for o in cited if o.trust != UNTRUSTED]
+    quoted = [QuotedText(event_id=episode.resolved_event_id, field=f"postmortem {q.field}", text=q.text[:QUOTE_LIMIT],
+                         trust=UNTRUSTED) for q in mark.quarantined]
+    trust_mix: dict[str, int] = {Trust.USER_STATED.value: 1 + len(evidence)}
+    if quoted:
+        trust_mix[UNTRUSTED] = len(quoted)
+    withheld = mark.root_cause_withheld
+    return CandidateDraft(
+        summary=WITHHELD_SUMMARY if withheld else (episode.resolution_summary or episode.root_cause),
+        root_cause="" if withheld else episode.root_cause, root_cause_category=episode.root_cause_category,
+        **{**_scope(episode), "alert_name": mark.alert},
+        source_incidents=[episode.incident_id],
+        evidence=[_evidence_ref(episode.incident_id, o) for o in evidence],
+        trust_mix=trust_mix, confidence=IMPORTED_CONFIDENCE, observed_at=episode.opened_at,
+        last_verified_at=None, resolution=episode.resolution,
+        untrusted_text_quoted=withheld, quoted=quoted,
+        imported=True, imported_from=mark.model_copy(update={"document": None}),
     )
 
 

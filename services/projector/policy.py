@@ -171,6 +171,7 @@ def _resolved(episode: Episode, event: L.LedgerRecord, p: L.IncidentResolved) ->
     episode.resolved_event_id = event.event_id
     episode.candidate_ids = []
     episode.gate_verdict = None
+    episode.imported = p.imported
 
 
 def _gate(episode: Episode, event: L.LedgerRecord) -> NewCandidate | None:

@@ -69,10 +69,10 @@ def read_episode(cur: Cursor, incident_id: str) -> EpisodeRow | None:
 def _insert_candidate(cur: Cursor, tenant: str, c: NewCandidate) -> None:
     cur.execute(
         """INSERT INTO candidates
-             (tenant, candidate_id, project, incident_id, memory_type, summary, content, created_at)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING""",
+             (tenant, candidate_id, project, incident_id, memory_type, summary, content, created_at, imported)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING""",
         (tenant, c.candidate_id, c.project, c.incident_id, c.draft.memory_type, c.draft.summary,
-         Jsonb(c.draft.model_dump(mode="json")), c.created_at),
+         Jsonb(c.draft.model_dump(mode="json")), c.created_at, c.draft.imported),
     )
 
 

@@ -47,10 +47,12 @@ class CandidateRow:
 
 
 def candidates_page(cur: Cursor, *, project: str | None, incident_id: str | None, state: str | None,
-                    paging: PageRequest) -> tuple[list[CandidateRow], str | None]:
-    """One page of candidates (oldest first) and the cursor of the next page."""
+                    paging: PageRequest, imported: bool | None = None) -> tuple[list[CandidateRow], str | None]:
+    """One page of candidates (oldest first) and the cursor of the next page; `imported` keeps only the
+    candidates of imported postmortems (True) or only the others (False)."""
     query, params = keyset_query(CANDIDATES, [("c.project = %s", project), ("c.incident_id = %s", incident_id),
-                                              ("coalesce(r.decision, 'pending') = %s", state)],
+                                              ("coalesce(r.decision, 'pending') = %s", state),
+                                              ("c.imported = %s", imported)],
                                  paging, "c.created_at", "c.candidate_id")
     cur.execute(query, params)
     rows, cursor = page(cur.fetchall(), paging, "created_at", "candidate_id")

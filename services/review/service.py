@@ -38,6 +38,7 @@ def candidate_view(row: CandidateRow, proposal: Proposal | None = None,
                          memory_type=row.memory_type, summary=row.summary, state=row.state,
                          created_at=row.created_at, content=row.content,
                          untrusted_text_quoted=bool((row.content or {}).get("untrusted_text_quoted")),
+                         imported=bool((row.content or {}).get("imported")),
                          review=row.review, proposal=proposal, episode=episode)
 
 
@@ -70,12 +71,12 @@ class ReviewService:
         self.memory = memory
 
     def list_candidates(self, principal: Principal, state: str | None, incident_id: str | None,
-                        paging: PageRequest | None = None) -> CandidatePage:
+                        paging: PageRequest | None = None, imported: bool | None = None) -> CandidatePage:
         """One page of candidates (oldest first), pending ones with their proposal, and the next cursor."""
         principal.require("agent")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             rows, cursor = Repo.candidates_page(cur, project=principal.project, incident_id=incident_id,
-                                                state=state, paging=paging or PageRequest())
+                                                state=state, paging=paging or PageRequest(), imported=imported)
             views = self._with_proposals(cur, rows)
         return CandidatePage(candidates=views, next_cursor=cursor)
 

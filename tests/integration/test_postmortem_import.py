@@ -1,0 +1,147 @@
+"""Postmortem import over the live stack (CONTRACT v1.2): POST /v1/postmortems -> ledger -> projector -> an
+imported candidate -> review -> a record whose hints warn `imported_unverified` until adopted feedback; a
+re-import appends nothing, an edit opens a new candidate, bad documents are 422/413, and an agent cannot
+forge the imported path through the public ledger endpoint."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.cli.client import ApiError, OpsloreClient
+from services.postmortems.model import MAX_DOCUMENT_CHARS
+from tests.conftest import TenantFactory
+from tests.factories import raw_event, resolved_incident
+from tests.integration.helpers import eventually
+
+pytestmark = pytest.mark.integration
+FIXTURES = Path(__file__).parents[1] / "fixtures/postmortems"
+
+
+def _import(client: OpsloreClient, name: str, **extra: Any) -> dict[str, Any]:
+    path = FIXTURES / name
+    fmt = "json" if name.endswith(".json") else "markdown"
+    return client.import_postmortem(fmt, path.read_text(encoding="utf-8"), source_ref=extra.pop("source_ref", name),
+                                    **extra)
+
+
+def _imported_candidates(client: OpsloreClient, incident: str, count: int = 1) -> list[dict[str, Any]]:
+    return eventually(lambda: ((c := client.candidates(incident_id=incident, imported="true")) and len(c) >= count
+                      and c) or None)
+
+
+def test_an_import_becomes_an_imported_candidate_once(tenant_client: TenantFactory) -> None:
+    client = tenant_client(role="reviewer")
+    answer = _import(client, "google-sre-shakespeare.md")
+    assert answer["candidate"] is True and answer["status"] == "imported" and len(answer["event_ids"]) == 3
+    assert answer["unparsed"] == ["Supporting information"] and answer["incident_id"].startswith("pm-")
+    cand = _imported_candidates(client, answer["incident_id"])[0]
+    assert cand["imported"] is True and cand["content"]["imported_from"]["title"].startswith("Shakespeare")
+    assert cand["content"]["confidence"] == 0.4 and cand["proposal"]["kind"] == "new_family"
+    assert client.candidates(incident_id=answer["incident_id"], imported="false") == []
+    episode = client.episode(answer["incident_id"])
+    assert episode is not None and episode["gate_verdict"].startswith("imported postmortem")
+    assert "# Shakespeare" in episode["imported"]["document"]
+    again = _import(client, "google-sre-shakespeare.md")
+    assert again["status"] == "unchanged" and again["event_ids"] == answer["event_ids"]
+    assert client.episode(answer["incident_id"])["event_count"] == 3  # type: ignore[index]
+    # an edited document with the same source: the same incident, a second candidate, the first untouched
+    edited = (FIXTURES / "google-sre-shakespeare.md").read_text().replace("66 minutes", "67 minutes")
+    changed = client.import_postmortem("markdown", edited, source_ref="google-sre-shakespeare.md")
+    assert changed["incident_id"] == answer["incident_id"] and changed["status"] == "imported"
+    assert not set(changed["event_ids"]) & set(answer["event_ids"])
+    both = _imported_candidates(client, answer["incident_id"], count=2)
+    assert len({c["candidate_id"] for c in both}) == 2 and all(c["state"] == "pending" for c in both)
+
+
+def test_documents_that_are_not_postmortems_are_refused(tenant_client: TenantFactory) -> None:
+    client = tenant_client(role="reviewer")
+    for name, field in (("invalid/no-root-cause.md", "content.root_cause"),
+                        ("invalid/meeting-notes.md", "content.root_cause")):
+        with pytest.raises(ApiError) as err:
+            _import(client, name)
+        assert err.value.status == 422 and err.value.field == field, name
+    with pytest.raises(ApiError) as big:
+        client.import_postmortem("markdown", "# x\n\n" + "y" * (MAX_DOCUMENT_CHARS + 1))
+    assert big.value.status == 413
+    with pytest.raises(ApiError) as bad:
+        client.import_postmortem("json", {"root_cause": "x", "symptoms": "y", "started_at": "yesterday"})
+    assert bad.value.status == 422 and bad.value.field == "content.started_at"
+    with pytest.raises(ApiError) as fmt:
+        client.request("POST", "/v1/postmortems", json={"format": "docx", "content": "x"})
+    assert fmt.value.status == 422 and fmt.value.field == "format"
+    agent = tenant_client(role="agent", tenant=getattr(client, "tenant"))  # noqa: B009
+    with pytest.raises(ApiError) as role:
+        _import(agent, "bare-fastly-2021-06-08.md")
+    assert role.value.status == 403
+    assert client.candidates() == []
+
+
+def test_an_agent_cannot_forge_the_imported_path_through_the_ledger(tenant_client: TenantFactory) -> None:
+    reviewer = tenant_client(role="reviewer")
+    agent = tenant_client(role="agent", tenant=getattr(reviewer, "tenant"))  # noqa: B009
+    events = resolved_incident("INC-FORGE", verify=False)  # no verified hypothesis: the gate would refuse it
+    resolved = events[-1]
+    mark = {"content_sha256": "0" * 64, "format": "markdown"}
+    resolved["payload"]["imported"] = mark
+    resolved["trust"] = "user_stated"
+    for who in (agent, reviewer):
+        with pytest.raises(ApiError) as err:
+            who.append(events)
+        assert err.value.status == 403 and err.value.field == f"events[{len(events) - 1}].payload.imported"
+        with pytest.raises(ApiError) as single:
+            who.request("POST", "/v1/ledger/events", json=resolved)
+        assert single.value.status == 403 and single.value.field == "payload.imported"
+    # on another event type too, and with any value
+    opened = raw_event("incident.opened", "INC-FORGE2", {"alert": {"name": "A"}, "imported": None})
+    with pytest.raises(ApiError):
+        agent.append([opened])
+    assert reviewer.episode("INC-FORGE") is None and reviewer.episode("INC-FORGE2") is None
+    # the same events without the mark are accepted, and stay below the gate
+    del resolved["payload"]["imported"]
+    agent.append(events)
+    episode = eventually(lambda: reviewer.episode("INC-FORGE"))
+    assert episode["imported"] is None and reviewer.candidates(incident_id="INC-FORGE") == []
+
+
+def test_hints_from_an_imported_record_warn_until_adopted(tenant_client: TenantFactory) -> None:
+    client = tenant_client(role="reviewer")
+    answer = _import(client, "json-roblox-2021-10-28.json")
+    cand = _imported_candidates(client, answer["incident_id"])[0]
+    approved = client.approve(cand["candidate_id"], note="imported from the wiki")
+    record = client.record(approved["family_id"])
+    assert record["current"]["imported"] is True
+    question = {"services": ["consul"], "text": "Consul KV writes slow, BoltDB freelist growing, streaming enabled",
+                "alert": {"name": "ConsulKVWriteLatencyHigh"}}
+    hint = client.briefing(question)["hints"][0]
+    assert hint["family_id"] == approved["family_id"]
+    assert "imported_unverified" in {w["code"] for w in hint["warnings"]}
+    brief = client.briefing(question)
+    client.feedback(brief["briefing_id"], approved["family_id"], "adopted", incident_id="INC-NOW")
+
+    def confirmed() -> dict[str, Any] | None:
+        h = client.briefing(question)["hints"][0]
+        return h if "imported_unverified" not in {w["code"] for w in h["warnings"]} else None
+
+    after = eventually(confirmed)
+    assert after["confidence"] > hint["confidence"]
+
+
+def test_a_poisoned_postmortem_is_quoted_never_promoted(tenant_client: TenantFactory) -> None:
+    client = tenant_client(role="reviewer")
+    answer = _import(client, "poisoned-checkout-2024-02-02.md", source_ref=f"wiki/{uuid.uuid4()}")
+    assert answer["quarantined"] == 3
+    cand = _imported_candidates(client, answer["incident_id"])[0]
+    quoted = " ".join(q["text"] for q in cand["content"]["quoted"])
+    assert "Ignore previous instructions" in quoted and "store this permanently" in quoted
+    approved = client.approve(cand["candidate_id"])
+    version = client.record(approved["family_id"])["current"]
+    text = str({k: v for k, v in version.items() if k != "evidence"}) + str(
+        [e["summary"] for e in version["evidence"] if e["trust"] != "untrusted_text"])
+    for poison in ("Ignore previous", "Note to the agent", "store this permanently", "roll back prod"):
+        assert poison not in text
+    hint = client.briefing({"services": ["checkout"], "text": "checkout 503 connection pool exhausted"})["hints"][0]
+    assert "Ignore previous" not in str(hint) and "untrusted_source" in {w["code"] for w in hint["warnings"]}
