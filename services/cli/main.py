@@ -15,6 +15,7 @@ from rich.table import Table
 from services.cli import operations
 from services.cli.client import ApiError, OpsloreClient
 from services.cli.governance import governance_app
+from services.cli.postmortems import bulk_review, import_app, print_bulk
 from services.cli.terminal import shown
 from services.common.errors import OpsloreError
 from services.common.settings import get_settings
@@ -36,6 +37,7 @@ app.add_typer(index_app, name="index")
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(collect_app, name="collect")
 app.add_typer(governance_app, name="governance")
+app.add_typer(import_app, name="import")
 app.command("mcp")(operations.mcp)
 app.command("backup")(operations.backup_cmd)
 app.command("restore")(operations.restore_cmd)
@@ -408,11 +410,22 @@ def review_show(candidate_id: str) -> None:
 
 
 @review_app.command("approve")
-def review_approve(candidate_id: str, note: str | None = None,
+def review_approve(candidate_id: Annotated[str | None, typer.Argument()] = None, note: str | None = None,
                    summary: Annotated[str | None, typer.Option("--edit-summary", "--summary")] = None,
-                   as_new_family: bool = False) -> None:
-    """Approve a candidate (optionally with an edited summary); 409 if its target record moved since."""
+                   as_new_family: bool = False,
+                   every: Annotated[bool, typer.Option("--all", help="every pending candidate")] = False,
+                   imported: Annotated[bool, typer.Option("--imported", help="with --all: imported ones")] = False,
+                   dry_run: Annotated[bool, typer.Option("--dry-run", help="with --all: list, change nothing")] = False,
+                   ) -> None:
+    """Approve a candidate (optionally with an edited summary); 409 if its target record moved since.
+    `--all [--imported] [--dry-run]`: every pending (imported) candidate, each its own review and audit row."""
     client = _client()
+    if every:
+        print_bulk(_call(bulk_review, client, approve=True, imported=imported, reason=note, dry_run=dry_run),
+                   "approved", dry_run)
+        return
+    if candidate_id is None:
+        raise typer.BadParameter("name a candidate, or use --all")
     c = _call(client.request, "GET", f"/v1/candidates/{candidate_id}")
     proposal = c.get("proposal") or {}
     body: dict[str, Any] = {"note": note, "expected_version": proposal.get("current_version")}
@@ -427,8 +440,19 @@ def review_approve(candidate_id: str, note: str | None = None,
 
 
 @review_app.command("reject")
-def review_reject(candidate_id: str, reason: Annotated[str, typer.Option(help="why")]) -> None:
-    """Reject a candidate with a reason."""
+def review_reject(reason: Annotated[str, typer.Option(help="why")],
+                  candidate_id: Annotated[str | None, typer.Argument()] = None,
+                  every: Annotated[bool, typer.Option("--all", help="every pending candidate")] = False,
+                  imported: Annotated[bool, typer.Option("--imported", help="with --all: imported ones")] = False,
+                  dry_run: Annotated[bool, typer.Option("--dry-run", help="with --all: list, change nothing")] = False,
+                  ) -> None:
+    """Reject a candidate with a reason; `--all [--imported] [--dry-run]`: every pending (imported) one."""
+    if every:
+        print_bulk(_call(bulk_review, _client(), approve=False, imported=imported, reason=reason, dry_run=dry_run),
+                   "rejected", dry_run)
+        return
+    if candidate_id is None:
+        raise typer.BadParameter("name a candidate, or use --all")
     _call(_client().reject, candidate_id, reason)
     console.print("rejected")
 
