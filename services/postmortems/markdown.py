@@ -302,9 +302,8 @@ class _Builder:
     def grouped(self) -> list[RawSection]:
         """Recognized sections with their deeper unrecognized subsections merged in (a subsection of an
         unrecognized section stays unrecognized); a document's first unrecognized top heading is its title
-        and its blocks are the preamble's."""
+        and its blocks are the preamble's (a `### Title` above `## Impact` is still the title)."""
         out: list[RawSection] = []
-        top = min((x.level for x in self.sections if x.heading is not None), default=1)
         stack: list[RawSection] = []  # the open headings, outermost first (as grouped)
         title_taken = False
         for s in self.sections:
@@ -313,7 +312,7 @@ class _Builder:
                 continue
             while stack and stack[-1].level >= s.level:
                 stack.pop()
-            if s.kind is None and not title_taken and len(out) == 1 and s.level <= top:
+            if s.kind is None and not title_taken and len(out) == 1:  # the first heading, whatever its level
                 title_taken = True
                 self.meta.setdefault("heading_title", s.heading)
                 out[0].blocks.extend(s.blocks)

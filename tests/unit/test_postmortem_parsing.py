@@ -153,6 +153,13 @@ def test_an_oversized_document_is_413() -> None:
     assert err.value.status == 413
 
 
+def test_the_first_heading_is_the_title_whatever_its_level() -> None:
+    doc = (FIXTURES / "bare-fastly-2021-06-08.md").read_text() + "\n## Notes\n\nA later h2 section.\n"
+    pm = parse("markdown", doc)
+    assert pm.title == "Fastly global outage (June 8, 2021)" and pm.summary is not None and "85%" in pm.summary
+    assert pm.unparsed == ["Notes"]
+
+
 def test_sections_are_found_whatever_the_level_and_order() -> None:
     doc = ("#### 根因\n\nThe cache key collided.\n\n# Impact\n\nLogins failed.\n\n"
            "### Mitigation\n\nFlushed the cache.\n\n###### 改进措施\n\n- Namespaced keys\n")
