@@ -119,9 +119,12 @@ def topics() -> None:
 def projector_run(processes: Annotated[int, typer.Option(min=1, help="projector processes sharing the "
                                                           "ledger's partitions (one consumer group)")] = 1) -> None:
     """Consume the ledger and maintain episodes and candidates until SIGTERM."""
+    import time
+
     from services.common import logs
     from services.common.db import Database
-    from services.common.metrics_server import serve_metrics
+    from services.common.metrics_server import Readiness, database_check, serve_metrics
+    from services.projector import readiness
     from services.projector.runner import ProjectorRunner
 
     s = get_settings()
@@ -131,11 +134,16 @@ def projector_run(processes: Annotated[int, typer.Option(min=1, help="projector 
 
         supervise(s, processes)
         return
-    serve_metrics(s.projector_metrics_host, s.projector_metrics_port)
-    db = Database(s.database_url, max_size=2)
+    db = Database(s.database_url, max_size=2)  # the loop's connection and the readiness probe's
     db.open()
+    runner = ProjectorRunner(s, db)
+
+    def ready() -> Readiness:  # /readyz: group membership, PostgreSQL, own partitions' lag
+        return Readiness(readiness.checks(runner.group, time.monotonic(), database_check(db), s.ready_max_lag))
+
+    serve_metrics(s.projector_metrics_host, s.projector_metrics_port, ready)
     try:
-        ProjectorRunner(s, db).run_forever()
+        runner.run_forever()
     finally:
         db.close()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 from prometheus_client import Counter, Histogram
 
@@ -76,20 +77,36 @@ class GovernanceWorker:
                 log.info("governance %s %s not executed: %s", p.kind, p.proposal_id, exc.message)
 
 
+TICK_JOB = "governance-tick"
+
+
+def scheduler_check(scheduler: Any) -> dict[str, Any]:
+    """The scheduler is running and has the tick scheduled (APScheduler's state, read without a lock)."""
+    job = scheduler.get_job(TICK_JOB) if scheduler.running else None
+    if job is None:
+        return {"ok": False, "error": "the scheduler is not running" if not scheduler.running
+                else "the governance tick is not scheduled"}
+    return {"ok": True, "next_run": job.next_run_time.isoformat() if job.next_run_time else None}
+
+
 def run_forever(settings: Settings) -> None:
     from apscheduler.schedulers.blocking import BlockingScheduler
 
     from services.common import logs
-    from services.common.metrics_server import serve_metrics
+    from services.common.metrics_server import Readiness, database_check, serve_metrics
 
     logs.configure(settings.log_format)
     db = Database(settings.database_url, max_size=4)
     db.open()
-    serve_metrics(settings.governance_metrics_host, settings.governance_metrics_port)
     worker = GovernanceWorker(db, settings)
     scheduler = BlockingScheduler(timezone="UTC")
-    scheduler.add_job(worker.tick, "interval", seconds=settings.governance_interval_seconds,
+    scheduler.add_job(worker.tick, "interval", seconds=settings.governance_interval_seconds, id=TICK_JOB,
                       next_run_time=datetime.now(UTC), max_instances=1, coalesce=True)
+
+    def ready() -> Readiness:  # /readyz: PostgreSQL answers and the scheduler runs the tick
+        return Readiness({"postgresql": database_check(db), "scheduler": scheduler_check(scheduler)})
+
+    serve_metrics(settings.governance_metrics_host, settings.governance_metrics_port, ready)
     try:
         scheduler.start()
     finally:

@@ -42,6 +42,7 @@ from services.common.kafka import ensure_topics, ledger_consumer, plain_producer
 from services.common.settings import Settings
 from services.projector import metrics as M
 from services.projector import policy, store
+from services.projector.readiness import GroupState
 
 log = logging.getLogger("opslore.projector")
 
@@ -116,11 +117,15 @@ class _SeekToStoredOffsets(ConsumerRebalanceListener):  # type: ignore[misc]
         """Called inside poll(), between batches: the last batch's transaction has committed, so the
         partitions leave with their offsets stored in PostgreSQL and nothing half-applied."""
         log.info("partitions revoked: %s", sorted(tp.partition for tp in revoked))
+        self.runner.group = GroupState()  # rebalancing: not ready until the assignment completes
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         log.info("partitions assigned: %s (seeking to the offsets stored with the projection)",
                  sorted(tp.partition for tp in assigned))
         self.runner.seek_to_stored(list(assigned))
+        partitions = frozenset(tp.partition for tp in assigned)  # empty for a standby member
+        self.runner.group = GroupState(member=True, partitions=partitions, lag=dict.fromkeys(partitions),
+                                       polled_at=time.monotonic())
 
 
 RESTART_BACKOFF = (0.5, 10.0)  # seconds: first wait after a failure, and the cap
@@ -140,6 +145,8 @@ class ProjectorRunner:
         self.consumer: KafkaConsumer | None = None
         self.dlq: KafkaProducer | None = None
         self.stop_event = threading.Event()
+        self.group = GroupState()  # what the loop last saw, for the readiness probe (services.projector.readiness)
+        self.positions: dict[int, int] = {}  # partition -> next offset to project (seeks and committed batches)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -176,6 +183,7 @@ class ProjectorRunner:
                 self.stop_event.wait(backoff)
                 backoff = min(backoff * 2, RESTART_BACKOFF[1])
             finally:
+                self.group = GroupState()
                 with contextlib.suppress(Exception):
                     self.close()
                 self.consumer = self.dlq = None
@@ -188,6 +196,7 @@ class ProjectorRunner:
                 self.consumer.seek(tp, stored[tp.partition])
             else:
                 self.consumer.seek_to_beginning(tp)
+            self.positions[tp.partition] = stored.get(tp.partition, 0)  # the ledger is never truncated
 
     # ------------------------------------------------------------------ one batch
     def poll_once(self, timeout_ms: int = 500) -> BatchResult:
@@ -195,6 +204,7 @@ class ProjectorRunner:
         with M.stage("kafka_poll"):
             polled = self.consumer.poll(timeout_ms=timeout_ms, max_records=self.settings.projector_batch)
         if not polled:
+            self._note_position()
             return BatchResult()
         records = [r for batch in polled.values() for r in batch]
         start = time.perf_counter()
@@ -202,7 +212,21 @@ class ProjectorRunner:
         with M.stage("kafka_commit"):
             self._commit_kafka(offsets)
         self._observe(result, offsets, time.perf_counter() - start)
+        self.positions.update(offsets)
+        self._note_position()
         return result
+
+    def _note_position(self) -> None:
+        """The readiness probe's view: own partitions' lag (the high watermark the last fetch reported minus the
+        next offset this process will project: no round trip) and the time of this poll."""
+        group = self.group
+        if not group.member or self.consumer is None:
+            return
+        lag: dict[int, int | None] = {}
+        for partition in group.partitions:
+            end = self.consumer.highwater(TopicPartition(self.topic, partition))
+            lag[partition] = None if end is None else max(0, end - self.positions.get(partition, 0))
+        self.group = GroupState(member=True, partitions=group.partitions, lag=lag, polled_at=time.monotonic())
 
     def _observe(self, result: BatchResult, offsets: dict[int, int], seconds: float) -> None:
         M.EVENTS.labels("applied").inc(result.applied)

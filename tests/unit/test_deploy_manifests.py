@@ -64,6 +64,17 @@ def test_workloads_are_probed_sized_unprivileged_and_read_secrets_by_reference(o
                     assert "secretKeyRef" in env["valueFrom"] and "value" not in env, (name, env["name"])
     api = pods(objects)["opslore-api"]["containers"][0]
     assert api["readinessProbe"]["httpGet"]["path"] == "/readyz" and api["args"] == ["api"]
+    deployed = {o["metadata"]["name"]: o["spec"]["template"]["spec"] for o in objects if o["kind"] == "Deployment"}
+    assert set(deployed) == {"opslore-api", "opslore-projector", "opslore-governance"}
+    for name, spec in deployed.items():  # every Deployment: readiness, liveness and resources
+        for c in spec["containers"]:
+            ports = {p["name"] for p in c["ports"]}
+            for probe in ("readinessProbe", "livenessProbe"):
+                assert c[probe]["httpGet"]["port"] in ports, (name, probe)  # a named port of the container
+            assert c["readinessProbe"]["httpGet"]["path"] == "/readyz", name
+            assert c["livenessProbe"]["httpGet"]["path"] == "/healthz", name
+            assert c["resources"]["requests"]["cpu"] and c["resources"]["requests"]["memory"], name
+            assert c["resources"]["limits"]["memory"], name
     deployments = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
     config = next(o for o in objects if o["kind"] == "ConfigMap")["data"]
     assert deployments["opslore-api"]["spec"]["replicas"] == 3 and config["OPSLORE_API_WORKERS"] == "4"
