@@ -154,7 +154,9 @@ def realworld(
 
 
 @app.command("ranker-fit")
-def ranker_fit() -> None:
+def ranker_fit(
+    tenant: Annotated[str | None, typer.Option(help="reuse a tenant an earlier fit learned")] = None,
+) -> None:
     """Fit the briefing's text model on history (leave-one-out) and choose its abstention point on dev; writes
     services/briefing/data/ranker.json and replay/realworld/ranker-curves.json (see replay/ranker_fit.py)."""
     import json
@@ -165,7 +167,7 @@ def ranker_fit() -> None:
 
     with Progress(transient=True) as progress:
         task = progress.add_task("fitting", total=None)
-        out = ranker_fit.run(get_settings(), lambda _: progress.advance(task))
+        out = ranker_fit.run(get_settings(), lambda _: progress.advance(task), tenant=tenant)
     typer.echo(json.dumps(out, indent=1))
 
 

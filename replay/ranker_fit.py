@@ -7,9 +7,12 @@
    language and again in the other) through the briefing's own retrieval (`BriefingService.retrieve`, in
    process: the same branches, candidates and cosines as a live briefing), its own record removed; each
    candidate is a pair (the ranker's `text_features`, same root-cause class or not).
-3. A logistic regression (scikit-learn, L2) on those pairs, C chosen by 5-fold cross-validation grouped by
-   question (log-loss); once with every feature (the embedding's model), once with the lexical features only
-   (the model for answers without an embedding).
+3. A logistic regression (L2, coefficients constrained non-negative so that no feature of similarity can lower a
+   record's rank: unconstrained, the leave-one-out pairs gave the cosine a negative weight, because each writer
+   of the corpus spread its incidents over many classes, so two records written alike are mostly of different
+   classes), C chosen by 5-fold cross-validation grouped by question (log-loss, scikit-learn's folds); once
+   with every feature (the embedding's model), once with the lexical features only (the model for answers
+   without an embedding).
 4. The abstention point and the category weight, on the dev questions only (recurrences and novel, both
    languages): every combination on a grid is ranked in process (`rank`, the live function) and scored by the
    planner; the pick minimises memory-on's total checks (recurrences plus one per hinted class on novel
@@ -39,6 +42,7 @@ from services.briefing.rank import (
     RankPolicy,
     TermWeights,
     TextModel,
+    cosine_ranks,
     rank,
     text_features,
 )
@@ -70,6 +74,7 @@ class Harness:
 
     def __init__(self, settings: Settings, tenant: str, incidents_of: dict[str, set[str]]) -> None:
         self.db = Database(settings.database_url, max_size=2)
+        self.db.open()
         self.semantic = SemanticIndex(MultilingualE5Embedder())
         self.service = BriefingService(self.db, settings, None, self.semantic)
         self.principal = Principal(key_id=uuid.uuid4(), tenant=tenant, project="default", role="agent")
@@ -100,12 +105,43 @@ def features(found: Retrieved, names: tuple[str, ...]) -> tuple[list[RecordFacts
     ev = [Evidence.of(r, found.stats, weights, sims.get(r.key)) for r in found.rows]
     best_words = max((e.words for e in ev), default=0.0)
     best_cos = max((e.cosine for e in ev if e.cosine is not None), default=None)
-    x = [[text_features(e, best_words, best_cos)[n] for n in names] for e in ev]
+    ranks = cosine_ranks(ev)
+    x = [[text_features(e, best_words, best_cos, ranks[i])[n] for n in names] for i, e in enumerate(ev)]
     return found.rows, np.asarray(x, dtype=np.float64).reshape(len(ev), len(names))
 
 
+@dataclass
+class Logistic:
+    """L2-regularised logistic regression whose coefficients are non-negative (every feature can only raise the
+    probability: a record more similar to the question must never rank lower), fitted by L-BFGS-B (scipy)."""
+
+    coef_: np.ndarray
+    intercept_: np.ndarray
+
+    @classmethod
+    def fit(cls, x: np.ndarray, y: np.ndarray, c: float) -> Logistic:
+        from scipy.optimize import minimize  # type: ignore[import-untyped]
+
+        def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+            z = x @ w[1:] + w[0]
+            p = 1.0 / (1.0 + np.exp(-z))
+            eps = 1e-12
+            value = -np.sum(y * np.log(p + eps) + (1 - y) * np.log(1 - p + eps)) + 0.5 / c * np.sum(w[1:] ** 2)
+            g = p - y
+            grad = np.concatenate([[g.sum()], x.T @ g + w[1:] / c])
+            return float(value), grad
+
+        bounds = [(None, None)] + [(0.0, None)] * x.shape[1]
+        w = minimize(loss, np.zeros(x.shape[1] + 1), jac=True, method="L-BFGS-B", bounds=bounds).x
+        return cls(np.asarray([w[1:]]), np.asarray([w[0]]))
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        p = 1.0 / (1.0 + np.exp(-(x @ self.coef_[0] + self.intercept_[0])))
+        return np.stack([1 - p, p], axis=1)
+
+
 def fit_logistic(x: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[Any, float, dict[str, float]]:
-    from sklearn.linear_model import LogisticRegression
+    """C by 5-fold cross-validation grouped by question (log-loss), then the fit on every pair."""
     from sklearn.metrics import log_loss
     from sklearn.model_selection import GroupKFold
 
@@ -113,11 +149,11 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[Any,
     for c in C_GRID:
         losses = []
         for train, test in GroupKFold(n_splits=5).split(x, y, groups):
-            m = LogisticRegression(C=c, max_iter=2000).fit(x[train], y[train])
+            m = Logistic.fit(x[train], y[train], c)
             losses.append(log_loss(y[test], m.predict_proba(x[test])[:, 1], labels=[0, 1]))
         cv[str(c)] = float(np.mean(losses))
     best = min(C_GRID, key=lambda c: cv[str(c)])
-    return LogisticRegression(C=best, max_iter=2000).fit(x, y), best, cv
+    return Logistic.fit(x, y, best), best, cv
 
 
 def training_pairs(harness: Harness, pms: list[rw.Postmortem], names: tuple[str, ...], lexical: bool,
@@ -194,12 +230,16 @@ def _score(pms: list[rw.Postmortem], asked: list[rw.Postmortem], rankings: dict[
             "worse": sum(1 for p in plans if p.checks_on > p.checks_off)}
 
 
-def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, out: Path = OUT) -> dict[str, Any]:
+def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, out: Path = OUT,
+        tenant: str | None = None) -> dict[str, Any]:
+    """`tenant`: one the history was learned into already (by an earlier run), else a fresh one."""
     pms = rw.load()
     admin = OpsloreClient(settings.api_url, settings.admin_token)
-    tenant = f"ranker-fit-{uuid.uuid4().hex[:10]}"
+    fresh = tenant is None
+    tenant = tenant or f"ranker-fit-{uuid.uuid4().hex[:10]}"
     client = OpsloreClient(settings.api_url, admin.create_key(tenant, "reviewer", "default"))
-    rw.learn_history(client, pms, progress)
+    if fresh:
+        rw.learn_history(client, pms, progress)
     incidents_of = {str(r["family_id"]): set(r["source_incidents"]) for r in client.records()}
     harness = Harness(settings, tenant, incidents_of)
     try:
@@ -224,6 +264,7 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, ou
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     curves = CURVES
     curves.write_text(json.dumps(tuning, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return {"models": {k: {kk: v for kk, v in d.items() if kk != "cv_log_loss"} for k, d in models.items()},
+    shown = {k: {kk: v for kk, v in d.items() if kk != "cv_log_loss"} for k, d in models.items()}
+    return {"tenant": tenant, "models": shown,
             "chosen": {k: t["chosen"] for k, t in tuning.items()}}
 

@@ -9,6 +9,7 @@ asked with its own symptoms against the others: same root-cause class or not) an
 
   semantic       cosine of the question's and the record's embeddings (symptoms and lesson)
   semantic_gap   that cosine minus the best cosine among this question's candidates (<= 0)
+  semantic_rank  1 / the record's rank by cosine among the question's candidates
   lexical        log(1 + BM25 mass): the question's words the record has, each weighted by the tenant's idf
                  relative to that of a word only one version has (generic SRE words count a quarter), times
                  the BM25 length norm of the record
@@ -46,7 +47,7 @@ from services.lexicon.index import CorpusStats
 K1, B = 1.2, 0.75  # Okapi BM25's usual values
 GENERIC_WEIGHT = 0.25
 STRUCTURED = {"alert": 0.45, "signal": 0.6, "entity": 0.3, "service": 0.2, "misleading": 0.5}
-TEXT_FEATURES = ("semantic", "semantic_gap", "lexical", "lexical_share", "concept")
+TEXT_FEATURES = ("semantic", "semantic_gap", "semantic_rank", "lexical", "lexical_share", "concept")
 
 
 @dataclass(frozen=True)
@@ -215,16 +216,28 @@ class Evidence:
         return cls(words, concepts, cosine)
 
 
-def text_features(e: Evidence, best_words: float, best_cosine: float | None) -> dict[str, float]:
-    """The text model's inputs for one record, given the best mass and cosine among the question's candidates."""
+def text_features(e: Evidence, best_words: float, best_cosine: float | None, cosine_rank: int = 0) -> dict[str, float]:
+    """The text model's inputs for one record, given the best mass and cosine among the question's candidates and
+    the record's rank by cosine (1 = nearest; 0: no cosine)."""
     cos = e.cosine if e.cosine is not None else 0.0
     return {
         "semantic": cos,
+        "semantic_rank": 1.0 / cosine_rank if cosine_rank else 0.0,
         "semantic_gap": cos - best_cosine if e.cosine is not None and best_cosine is not None else 0.0,
         "lexical": math.log1p(e.words),
         "lexical_share": e.words / best_words if best_words > 0 else 0.0,
         "concept": math.log1p(e.concepts),
     }
+
+
+def cosine_ranks(evidence: list[Evidence]) -> list[int]:
+    """Each record's rank by cosine among the candidates (1 = nearest; ties by position; 0 without a cosine)."""
+    order = sorted((i for i, e in enumerate(evidence) if e.cosine is not None),
+                   key=lambda i: (-(evidence[i].cosine or 0.0), i))
+    ranks = [0] * len(evidence)
+    for r, i in enumerate(order, start=1):
+        ranks[i] = r
+    return ranks
 
 
 def structured(q: RankQuery, row: RecordFacts) -> dict[str, float]:
@@ -329,10 +342,11 @@ def rank(q: RankQuery, rows: list[RecordFacts], policy: RankPolicy, limit: int,
     evidence = [Evidence.of(row, stats, weights, similarities.get(row.key) if similarities else None) for row in rows]
     best_words = max((e.words for e in evidence), default=0.0)
     best_cosine = max((e.cosine for e in evidence if e.cosine is not None), default=None)
+    ranks = cosine_ranks(evidence)
     model, threshold = policy.model, policy.threshold
     kept: list[Scored] = []
-    for row, e in zip(rows, evidence, strict=True):
-        features = text_features(e, best_words, best_cosine)
+    for i, (row, e) in enumerate(zip(rows, evidence, strict=True)):
+        features = text_features(e, best_words, best_cosine, ranks[i])
         text = model.probability(features)
         parts = structured(q, row)
         if is_specific(text, parts, threshold) and (rel := fuse(text, parts)) >= threshold:

@@ -30,7 +30,7 @@ from services.briefing.vectors import VectorIndexes
 from services.common.db import Cursor, Database
 from services.memory import records as memory_records
 
-TEXT_VERSION = "t2"  # what `semantic_text` embeds; a change is a new model key, so a reindex, never a mix
+TEXT_VERSION = "t3"  # what `semantic_text` embeds; a change is a new model key, so a reindex, never a mix
 TEXT_LIMIT = 1200  # characters embedded per version (the model reads 512 tokens at most; cost grows with length)
 RECALL_K = 40  # nearest versions asked of the index per briefing (superseded ones among them are dropped later)
 
@@ -53,9 +53,11 @@ def make_embedder(name: str) -> Embedder | None:
 
 def semantic_text(c: VersionContent) -> str:
     """What a version's vector says: the symptoms seen (trusted evidence), then the lesson (summary, root
-    cause), then its alert and services. Untrusted evidence is never embedded, as it is never indexed."""
+    cause). Not its alert and service names: an organisation's own names make its records near each other
+    whatever their cause (they count in the structured and lexical channels). Untrusted evidence is never
+    embedded, as it is never indexed."""
     symptoms = [e.summary for e in c.evidence if e.trust != Trust.UNTRUSTED_TEXT]
-    parts = [*symptoms, c.summary, c.root_cause or "", c.alert_name or "", " ".join(c.services)]
+    parts = [*symptoms, c.summary, c.root_cause or ""]
     return "\n".join(p for p in dict.fromkeys(parts) if p)[:TEXT_LIMIT]
 
 

@@ -84,6 +84,12 @@ def query_text(req: BriefingRequest) -> str:
                                   *(req.alert.labels.values() if req.alert else []), *req.signals]))
 
 
+def semantic_query_text(req: BriefingRequest) -> str:
+    """What the question's vector says: its own words when it has any (as the records' vectors carry no alert or
+    service names), else its alert and signals."""
+    return req.text if req.text and req.text.strip() else query_text(req)
+
+
 @lru_cache(maxsize=4096)
 def query_tokens(text: str) -> tuple[str, ...]:
     """The analyzer's lexemes of a question's text, remembered: `analyze` is a pure function of the text and of
@@ -188,7 +194,7 @@ class BriefingService:
         if self.semantic is None:
             return Embedded(None, failed=False)
         try:
-            return Embedded(self.semantic.embed_question(query_text(req)), failed=False)
+            return Embedded(self.semantic.embed_question(semantic_query_text(req)), failed=False)
         except Exception:
             log.warning("embedding the question failed; answering lexically", exc_info=True)
             return Embedded(None, failed=True)
