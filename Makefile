@@ -33,7 +33,7 @@ demo: up  ## bring the stack up, replay the scenarios and demo incidents, print 
 	$(PY) -m replay.demo
 
 lint:  ## ruff and the import-linter layer contracts (.importlinter)
-	$(PY) -m ruff check opslore schemas services replay tests bench
+	$(PY) -m ruff check clients/python schemas services replay tests bench
 	lint-imports
 
 typecheck:  ## mypy --strict

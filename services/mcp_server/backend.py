@@ -3,15 +3,19 @@
 Two implementations of one protocol:
 - `LocalBackend`: inside the API process (streamable HTTP at /mcp) — the services and the `Principal`
   that the Bearer key authenticated to; nothing of the tool arguments can change that scope.
-- `services.sdk.Client`: for `opslore mcp` over stdio — the typed SDK against a running API, with the
-  key from `OPSLORE_API_KEY`; the API applies the same scope.
+- `RemoteBackend`: for `opslore mcp` over stdio — the typed client (`opslore.Client`) against a running
+  API, with the key from `OPSLORE_API_KEY`; the API applies the same scope. The client answers with its
+  wire models (`opslore.models`); they are read into the server's models the tools declare.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 from uuid import UUID
 
+from pydantic import BaseModel
+
+from opslore import Client
 from schemas.api import BriefingRequest, BriefingResponse, FeedbackRequest, Hint, RecordSearchRequest, Whoami
 from schemas.views import EpisodeView, RecordDetail, VerifyResult
 from services.common.auth import Principal
@@ -73,3 +77,42 @@ class LocalBackend:
 
     def get_record(self, family_id: UUID | str) -> RecordDetail:
         return self.svc.memory.get_record(self.principal, UUID(str(family_id)))
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _as(model: type[M], answer: BaseModel) -> M:
+    return model.model_validate(answer.model_dump(mode="json"))
+
+
+class RemoteBackend:
+    """The API over HTTP through the typed client, answering with the server's models."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def whoami(self) -> Whoami:
+        return _as(Whoami, self.client.whoami())
+
+    def brief(self, request: BriefingRequest | None = None, **fields: Any) -> BriefingResponse:
+        return _as(BriefingResponse, self.client.brief(request, **fields))
+
+    def verify(self, briefing_id: UUID | str, incident_id: str, namespace: str | None = None) -> VerifyResult:
+        return _as(VerifyResult, self.client.verify(briefing_id, incident_id, namespace))
+
+    def feedback(self, briefing_id: UUID | str, family_id: UUID | str, verdict: Verdict,
+                 incident_id: str = "CURRENT") -> UUID:
+        return self.client.feedback(briefing_id, family_id, verdict, incident_id)
+
+    def append(self, events: list[dict[str, Any]]) -> list[UUID]:
+        return self.client.append(events)
+
+    def episode(self, incident_id: str) -> EpisodeView:
+        return _as(EpisodeView, self.client.episode(incident_id))
+
+    def search_records(self, query: str, services: list[str] | None = None, limit: int = 5) -> list[Hint]:
+        return [_as(Hint, h) for h in self.client.search_records(query, services, limit)]
+
+    def get_record(self, family_id: UUID | str) -> RecordDetail:
+        return _as(RecordDetail, self.client.get_record(family_id))

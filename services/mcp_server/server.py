@@ -23,13 +23,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
+from opslore import Client
 from services.common.auth import Principal
 from services.common.errors import OpsloreError
 from services.common.settings import Settings
 from services.container import Services
-from services.mcp_server.backend import AgentBackend, LocalBackend
+from services.mcp_server.backend import AgentBackend, LocalBackend, RemoteBackend
 from services.mcp_server.tools import INSTRUCTIONS, register
-from services.sdk.client import Client
 
 NAME = "opslore"
 
@@ -92,5 +92,5 @@ def http_server(services_of: Callable[[], Services], settings: Settings) -> tupl
 
 def run_stdio(settings: Settings) -> None:
     """`opslore mcp`: stdio transport forwarding to the API at OPSLORE_API_URL with OPSLORE_API_KEY."""
-    client = Client(settings.api_url, settings.api_key or None)
-    build_server(lambda: client).run("stdio")
+    backend = RemoteBackend(Client(settings.api_url, settings.api_key or None))
+    build_server(lambda: backend).run("stdio")
