@@ -49,7 +49,8 @@ def tenant_client(admin: OpsloreClient, url: str, name: str) -> OpsloreClient:
 
 
 def learn_realworld(client: OpsloreClient) -> int:
-    pms = [pm.model_copy(update={"role": "history"}) for pm in realworld.load() if pm.role != "novel"]
+    pms = [pm.model_copy(update={"role": "history"}) for pm in realworld.load()
+           if pm.role not in ("dev_novel", "test_novel")]
     realworld.learn_history(client, pms, lambda _: None)
     return len(pms)
 
