@@ -73,8 +73,9 @@ class Settings(BaseSettings):
     governance_metrics_host: str = Field("127.0.0.1", description="address of the governance worker's /metrics")
     governance_metrics_port: int = Field(9102, description="port of the governance worker's /metrics (0: off)")
     # briefing
-    briefing_min_score: float | None = Field(None, description="abstain below this relevance; unset: the abstention "
-                                             "point shipped with the fitted ranker (services/briefing/data/ranker.json)")
+    briefing_min_score: float | None = Field(
+        None, description="abstain below this relevance; unset: the abstention point shipped with the fitted ranker "
+        "(services/briefing/data/ranker.json)")
     briefing_durable_commit: bool = Field(False, description="wait for the WAL flush when a briefing's record "
                                           "(its row and lineage edges) commits; off: a database crash can lose the "
                                           "records of the last ~0.6 s of briefings, never half of one")

@@ -22,7 +22,7 @@ def test_on_dev_opslore_recalls_at_least_what_e5_top_k_recalls_in_both_languages
     asked = rw.questions(pms, "dev")
     e5_name, e5 = rw.embedding_baseline()
     for lang in ("en", "zh"):
-        ours = rw.score("opslore", pms, asked, rw.opslore_rankings(client, asked, lang))  # type: ignore[arg-type]
-        theirs = rw.score(e5_name, pms, asked, rw.baseline_rankings(pms, asked, e5, lang))  # type: ignore[arg-type]
+        ours = rw.score("opslore", pms, asked, rw.opslore_rankings(client, asked, lang))
+        theirs = rw.score(e5_name, pms, asked, rw.baseline_rankings(pms, asked, e5, lang))
         assert ours.recall_at_5 >= theirs.recall_at_5, (lang, ours.to_json(), theirs.to_json())
         assert ours.checks_on < ours.checks_off, (lang, ours.to_json())  # memory helps the planner overall

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from replay import realworld as rw
+from replay.baselines import Corpus
 
 
 def test_the_corpus_is_real_sourced_bilingual_and_split_by_time() -> None:
@@ -36,7 +37,7 @@ def test_the_split_is_frozen_and_reproduces_its_rule() -> None:
 def test_questions_send_no_root_cause_and_no_class_in_either_language() -> None:
     for pm in rw.load():
         for lang in ("en", "zh"):
-            body = str(pm.request(lang))  # type: ignore[arg-type]
+            body = str(pm.request(lang))
             assert pm.root_cause not in body and pm.cls not in body
         assert "alert" not in pm.request(text_only=True)
 
@@ -52,7 +53,8 @@ def test_scores_and_the_planner_count_what_they_claim() -> None:
            _pm("H3", "2020-01-03", "b", "history"),
            _pm("Q1", "2021-01-01", "a", "dev"), _pm("Q2", "2021-01-01", "b", "dev"),
            _pm("N1", "2021-01-01", "z", "dev_novel"), _pm("N2", "2021-01-01", "y", "dev_novel")]
-    rankings = {"Q1": rw.Ranking("Q1", [["H1"], ["H2"]], ["a", "b"]), "Q2": rw.Ranking("Q2", [["H1"], ["H2"]], ["a", "b"]),
+    rankings = {"Q1": rw.Ranking("Q1", [["H1"], ["H2"]], ["a", "b"]),
+                "Q2": rw.Ranking("Q2", [["H1"], ["H2"]], ["a", "b"]),
                 "N1": rw.Ranking("N1", [], []), "N2": rw.Ranking("N2", [["H2"]], ["b"])}
     asked = rw.questions(pms, "dev")
     sc = rw.score("x", pms, asked, rankings)
@@ -64,7 +66,7 @@ def test_scores_and_the_planner_count_what_they_claim() -> None:
 
 
 def test_reciprocal_rank_fusion_rewards_agreement() -> None:
-    corpus = rw.Corpus(["d1", "d2", "d3"], ["", "", ""])
+    corpus = Corpus(["d1", "d2", "d3"], ["", "", ""])
     fused = rw.rrf(lambda c, r: ["d1", "d2", "d3"], lambda c, r: ["d3", "d2", "d1"])(corpus, {})
     assert fused[0] == "d2" or set(fused[:3]) == {"d1", "d2", "d3"}
     assert rw.rrf(lambda c, r: ["d1"], lambda c, r: ["d1", "d2"])(corpus, {})[0] == "d1"
