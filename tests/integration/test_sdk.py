@@ -7,9 +7,9 @@ import asyncio
 import uuid
 
 import pytest
+from opslore import ApiError, AsyncClient, BriefingResponse, Client, Hint
 from pydantic import ValidationError
 
-from opslore import ApiError, AsyncClient, BriefingResponse, Client, Hint
 from services.common.settings import Settings
 from tests.conftest import TenantFactory
 from tests.factories import resolved_incident

@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import opslore
 import pytest
+from opslore import events, models
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
-import opslore
-from opslore import events, models
 from schemas.ledger import EventType, Trust
 from schemas.ledger import envelope as server_envelope
 from services.api.app import create_app
