@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol, TypeVar
 from uuid import UUID
 
+from opslore import Client
 from pydantic import BaseModel
 
-from opslore import Client
 from schemas.api import BriefingRequest, BriefingResponse, FeedbackRequest, Hint, RecordSearchRequest, Whoami
 from schemas.views import EpisodeView, RecordDetail, VerifyResult
 from services.common.auth import Principal
