@@ -21,9 +21,9 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from opslore import Client
 from starlette.applications import Starlette
 
-from opslore import Client
 from services.common.auth import Principal
 from services.common.errors import OpsloreError
 from services.common.settings import Settings
