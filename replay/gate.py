@@ -138,6 +138,7 @@ def build_memory(admin: OpsloreClient, api_url: str) -> tuple[OpsloreClient, lis
     for arch_id in RETRACTED:
         for rec in client.records(incident_id=f"PAST-{arch_id}"):
             client.record_op(str(rec["family_id"]), "retract", {"reason": "gate: known-wrong lesson"})
+    client.calibrate()
     return client, archetypes
 
 

@@ -308,6 +308,7 @@ def learn_history(client: OpsloreClient, pms: list[Postmortem], progress: Callab
         if not check.passed:
             raise RuntimeError(f"{inc.id}: {check.detail}")
         progress(inc.id)
+    client.calibrate()  # the tenant's abstention point from the history just learned (as briefings would start it)
 
 
 def embedding_baseline() -> tuple[str, Ranker]:

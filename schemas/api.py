@@ -193,6 +193,20 @@ class RecordSearchRequest(_Req):
     limit: int = Field(default=5, ge=1, le=10)
 
 
+class CalibrationView(BaseModel):
+    """A tenant's abstention point, calibrated from its own approved history (leave-one-out; see
+    services/briefing/calibration.py): `insufficient` keeps the shipped model's point."""
+
+    model: str
+    min_relevance: float
+    status: Literal["calibrated", "insufficient"]
+    records: int
+    questions: int
+    recurrences: int
+    novel: int
+    curve: list[dict[str, float]]
+
+
 class RecordSearchResponse(BaseModel):
     """Approved records matching a free-text query, ranked like a briefing (same hints, same warnings);
     nothing is recorded, so there is nothing to give feedback on."""

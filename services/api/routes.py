@@ -19,6 +19,7 @@ from schemas.api import (
     ApproveRequest,
     BriefingRequest,
     BriefingResponse,
+    CalibrationView,
     DismissRequest,
     ExecuteResponse,
     FeedbackRequest,
@@ -149,6 +150,13 @@ def reject(candidate_id: UUID, body: RejectRequest, svc: Svc, caller: Caller) ->
 def list_records(svc: Svc, caller: Caller, incident_id: str | None = None, state: str | None = None,
                  limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> RecordPage:
     return svc.memory.list_records(caller, incident_id, state, PageRequest.parse(limit, cursor))
+
+
+@router.post("/v1/calibration", response_model=CalibrationView)
+def calibrate(svc: Svc, caller: Caller) -> CalibrationView:
+    """Calibrate the tenant's abstention point from its approved history now (reviewer; briefings also start it
+    in the background when the tenant's size moved); a few seconds per hundred records."""
+    return svc.briefing.calibrate(caller)
 
 
 @router.post("/v1/records/search", response_model=RecordSearchResponse)

@@ -121,7 +121,8 @@ class RankPolicy:
     half_life_days: float = 30.0
     now: datetime | None = None
     model: TextModel = field(default_factory=lambda: text_model(None))
-    min_relevance: float | None = None  # an operator's override of the model's abstention point
+    min_relevance: float | None = None  # the tenant's calibrated point, or an operator's override
+    source: str = "shipped"  # where the abstention point comes from (shown in `explain`)
 
     @property
     def threshold(self) -> float:
@@ -352,7 +353,7 @@ def rank(q: RankQuery, rows: list[RecordFacts], policy: RankPolicy, limit: int,
         if is_specific(text, parts, threshold) and (rel := fuse(text, parts)) >= threshold:
             kept.append(_scored(q, row, policy, {**features, "text": text, **parts}, rel))
     shares = infer_categories(kept)
-    rule = f"relevance >= {threshold:.3f} ({model.name}) and a match beyond the service"
+    rule = f"relevance >= {threshold:.3f} ({model.name}, {policy.source}) and a match beyond the service"
     for s in kept:
         share = shares.get(s.facts.root_cause_category or "", 0.0)
         s.score = round(s.score * (1.0 + model.category_weight * share), 4)

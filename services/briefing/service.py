@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from schemas.api import (
     BriefingRequest,
     BriefingResponse,
+    CalibrationView,
     CheckView,
     EvidenceView,
     FeedbackRequest,
@@ -34,6 +35,7 @@ from schemas.ledger import EventType, LedgerRecord, Trust, envelope
 from services.briefing import records as briefing_records
 from services.briefing import retrieval
 from services.briefing.cache import VersionCache
+from services.briefing.calibrator import Calibrator
 from services.briefing.facts import RecordFacts
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank, text_model
 from services.briefing.recorder import BriefingRecorder
@@ -154,6 +156,7 @@ class BriefingService:
         self.semantic = semantic
         self.cache = VersionCache(settings.briefing_cache_versions)
         self.recorder = BriefingRecorder(settings.briefing_recorder_threads, wake_at=db.pool.max_size // 4)
+        self.calibrator = Calibrator(self)
 
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")
@@ -176,9 +179,20 @@ class BriefingService:
         """A briefing by id, in the caller's tenant: also one answered a moment ago whose commit is in flight."""
         return self.recorder.issued(self.db, principal.scoped_tenant, briefing_id)
 
+    def calibrate(self, principal: Principal) -> CalibrationView:
+        """Calibrate the caller's tenant now (reviewer)."""
+        principal.require("reviewer")
+        tenant = principal.scoped_tenant
+        model, result = self.calibrator.run(tenant)
+        return CalibrationView(model=model, min_relevance=result.min_relevance, status=result.status,
+                               records=result.records, questions=result.questions,
+                               recurrences=result.recurrences, novel=result.novel,
+                               curve=[{"min_relevance": t, "checks": float(c)} for t, c in result.curve])
+
     def close(self) -> None:
         """Settle the records of briefings already answered (graceful shutdown)."""
         self.recorder.close()
+        self.calibrator.close()
 
     def search(self, principal: Principal, req: RecordSearchRequest, now: datetime | None = None) -> list[Hint]:
         """Approved records for a free-text query, ranked and warned like a briefing; records nothing."""
@@ -211,16 +225,28 @@ class BriefingService:
         similarities, degraded = self._semantic(cur, principal, now, stats, rows, question)
         return Retrieved(q, reads, stats, rows, similarities, ["embedding"] if question.failed else degraded)
 
-    def policy(self, now: datetime, semantic: bool) -> RankPolicy:
+    def policy(self, now: datetime, semantic: bool, threshold: float | None = None) -> RankPolicy:
+        """The ranking policy: the shipped model for the branch that answered; its abstention point unless
+        `threshold` (the tenant's calibration) or OPSLORE_BRIEFING_MIN_SCORE (an operator's override) says else."""
         model = text_model(self.semantic.model if semantic and self.semantic is not None else None)
+        if self.settings.briefing_min_score is not None:
+            return RankPolicy(half_life_days=self.settings.episodic_half_life_days, now=now, model=model,
+                              min_relevance=self.settings.briefing_min_score, source="OPSLORE_BRIEFING_MIN_SCORE")
         return RankPolicy(half_life_days=self.settings.episodic_half_life_days, now=now, model=model,
-                          min_relevance=self.settings.briefing_min_score)
+                          min_relevance=threshold, source="shipped" if threshold is None else "tenant-calibrated")
+
+    def _tenant_policy(self, cur: Cursor, tenant: str, now: datetime, found: Retrieved) -> RankPolicy:
+        """The policy with the tenant's calibrated abstention point, and a calibration started if it is stale."""
+        shipped = self.policy(now, found.similarities is not None)
+        self.calibrator.refresh_if_stale(tenant, shipped.model.name, found.stats.docs)
+        return self.policy(now, found.similarities is not None,
+                           self.calibrator.threshold(cur, tenant, shipped.model.name))
 
     def _answer(self, cur: Cursor, principal: Principal, req: BriefingRequest, now: datetime,
                 question: Embedded) -> BriefingResponse:
         found = self.retrieve(cur, principal, req, now, question)
         q, reads, degraded = found.query, found.reads, found.degraded
-        policy = self.policy(now, found.similarities is not None)
+        policy = self._tenant_policy(cur, principal.scoped_tenant, now, found)
         ranking = rank(q, found.rows, policy, req.limit, found.similarities, found.stats)
         details = retrieval.fetch_details(cur, [s.facts for s in ranking.hints], self.cache)
         ctx = self._context(reads, ranking)

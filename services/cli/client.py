@@ -97,6 +97,9 @@ class OpsloreClient:
     def record_op(self, family_id: str, op: str, body: dict[str, Any]) -> dict[str, Any]:
         return dict(self.request("POST", f"/v1/records/{family_id}/{op}", json=body))
 
+    def calibrate(self) -> dict[str, Any]:
+        return dict(self.request("POST", "/v1/calibration"))
+
     def briefing(self, request: dict[str, Any]) -> dict[str, Any]:
         return dict(self.request("POST", "/v1/briefings", json=request))
 

@@ -1,0 +1,152 @@
+"""Calibrator: runs a tenant's abstention calibration (`calibration`, pure) and serves its result to briefings.
+
+`run` asks every sampled approved record of the tenant as a briefing against the others, through the briefing's
+own retrieval and ranking (`BriefingService.retrieve`, `rank` with no threshold), each record's own family left
+out, and stores the chosen threshold per tenant and model (`briefing_calibration`, under RLS) in one statement.
+`threshold` reads it for a briefing (remembered per process for `ttl` seconds). `refresh_if_stale` starts a
+run on the process's one calibration thread when a tenant with at least `MIN_RECORDS` indexed versions has no
+calibration or its size moved by a tenth (or 10 records) since; at most one run per tenant per `min_interval`.
+Nothing here decides anything: `calibration.choose` does.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from pydantic import ValidationError
+
+from schemas.api import BriefingRequest
+from schemas.ledger import Trust
+from services.briefing.calibration import LIMIT, MIN_RECORDS, SAMPLE, Asked, Calibration, choose
+from services.briefing.rank import rank
+from services.common.auth import Principal
+from services.common.db import Cursor, Row
+from services.lexicon import index as lexical
+from services.memory import records as memory_records
+
+if TYPE_CHECKING:
+    from services.briefing.service import BriefingService
+
+log = logging.getLogger("opslore.briefing.calibration")
+
+_READ = "SELECT min_relevance, records, status FROM briefing_calibration WHERE model = %s"
+_WRITE = """
+INSERT INTO briefing_calibration (tenant, model, min_relevance, records, questions, recurrences, novel, status, curve)
+VALUES (%(tenant)s, %(model)s, %(min_relevance)s, %(records)s, %(questions)s, %(recurrences)s, %(novel)s,
+        %(status)s, %(curve)s::jsonb)
+ON CONFLICT (tenant, model) DO UPDATE SET min_relevance = EXCLUDED.min_relevance, records = EXCLUDED.records,
+  questions = EXCLUDED.questions, recurrences = EXCLUDED.recurrences, novel = EXCLUDED.novel,
+  status = EXCLUDED.status, curve = EXCLUDED.curve, computed_at = now()
+"""
+
+
+def question_of(row: Row) -> BriefingRequest | None:
+    """A record asked as the briefing its own incident would have asked: its trusted symptoms, alert, services and
+    signals (None when its fields do not make a valid request)."""
+    symptoms = [e["summary"] for e in row.get("evidence") or [] if e.get("trust") != Trust.UNTRUSTED_TEXT]
+    text = (" ".join(symptoms) or row["summary"])[:4000]
+    try:
+        return BriefingRequest.model_validate({
+            "text": text, "services": list(row.get("services") or [])[:20],
+            "signals": list(row.get("signals") or [])[:20],
+            "alert": {"name": row["alert_name"]} if row.get("alert_name") else None, "limit": LIMIT})
+    except ValidationError:
+        return None
+
+
+class Calibrator:
+    def __init__(self, briefing: BriefingService, ttl: float = 60.0, min_interval: float = 300.0) -> None:
+        self.briefing = briefing
+        self.ttl = ttl
+        self.min_interval = min_interval
+        self._read: dict[tuple[str, str], tuple[float, float | None, int | None]] = {}
+        self._started: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opslore-calibration")
+
+    def threshold(self, cur: Cursor, tenant: str, model: str) -> float | None:
+        """The tenant's calibrated abstention point for `model`, or None (no calibration, or insufficient)."""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._read.get((tenant, model))
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        cur.execute(_READ, (model,))
+        row = cur.fetchone()
+        value = float(row["min_relevance"]) if row and row["status"] == "calibrated" else None
+        records = int(row["records"]) if row else None
+        with self._lock:
+            self._read[(tenant, model)] = (now + self.ttl, value, records)
+        return value
+
+    def refresh_if_stale(self, tenant: str, model: str, records: int) -> None:
+        """Start a run in the background when the tenant's calibration is missing or its size moved."""
+        if records < MIN_RECORDS:
+            return
+        with self._lock:
+            hit = self._read.get((tenant, model))
+            known = hit[2] if hit else None
+            if known is not None and abs(records - known) < max(10, known // 10):
+                return
+            if time.monotonic() - self._started.get(tenant, -1e9) < self.min_interval:
+                return
+            self._started[tenant] = time.monotonic()
+        self._thread.submit(self._run_logged, tenant)
+
+    def _run_logged(self, tenant: str) -> None:
+        try:
+            model, result = self.run(tenant)
+            log.info("calibrated %s (%s): %s", tenant, model, {k: v for k, v in asdict(result).items() if k != "curve"})
+        except Exception:
+            log.warning("calibration of %s failed", tenant, exc_info=True)
+
+    def run(self, tenant: str, now: datetime | None = None) -> tuple[str, Calibration]:
+        """Calibrate `tenant` now (leave-one-out over its approved records) and store the result."""
+        svc = self.briefing
+        now = now or datetime.now(UTC)
+        principal = Principal(key_id=None, tenant=tenant, project=None, role="agent", service="calibrator")
+        with svc.db.tenant_transaction(tenant) as cur:
+            rows = [r for r in memory_records.current_versions(cur)
+                    if r["family_state"] == "active" and r["root_cause_category"]]
+            records = lexical.corpus_stats(cur, []).docs
+        counts = Counter(str(r["root_cause_category"]) for r in rows)
+        asked: list[Asked] = []
+        semantic = False
+        for row in rows[:SAMPLE]:
+            req = question_of(row)
+            if req is None:
+                continue
+            question = svc.embed(req)
+            with svc.db.tenant_transaction(tenant) as cur:
+                found = svc.retrieve(cur, principal, req, now, question)
+            semantic = semantic or found.similarities is not None
+            others = [f for f in found.rows if f.family_id != row["family_id"]]
+            ranked = rank(found.query, others, svc.policy(now, found.similarities is not None, threshold=0.0), LIMIT,
+                          found.similarities, found.stats)
+            category = str(row["root_cause_category"])
+            asked.append(Asked(category, tuple((h.facts.root_cause_category, h.relevance) for h in ranked.hints),
+                               counts[category] > 1))
+        policy = svc.policy(now, semantic)
+        result = choose(asked, records, fallback=policy.model.min_relevance)
+        self._store(tenant, policy.model.name, result)
+        return policy.model.name, result
+
+    def _store(self, tenant: str, model: str, result: Calibration) -> None:
+        curve = [{"min_relevance": t, "checks": c} for t, c in result.curve]
+        doc: dict[str, Any] = {**asdict(result), "tenant": tenant, "model": model,
+                               "curve": orjson.dumps(curve).decode()}
+        with self.briefing.db.tenant_transaction(tenant) as cur:
+            cur.execute(_WRITE, doc)
+        with self._lock:
+            self._read.pop((tenant, model), None)
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=False, cancel_futures=True)
