@@ -25,15 +25,17 @@ BRANCH_LIMIT = 30
 TEXT_MATCH_CAP = 200  # full-text matches ranked per request, before any of their versions is read
 TEXT_MATCH_BUDGET = 2 * TEXT_MATCH_CAP  # postings the text branch's match reads, as document frequencies add up
 
-# Candidate ids come from the SECURITY DEFINER function of migration 0005 (index-driven branches scoped to
-# the transaction's tenant, each version inside its validity window: migration 0019; see there for why); the
+# The keys of the matching records come from the SECURITY DEFINER function `opslore_briefing_matches`
+# (schemas/sql/opslore_briefing_matches.sql: index-driven branches scoped to the transaction's tenant, each version
+# inside its validity window; see there for why); the
 # family is checked here, under RLS: the version is its current one and the family is active. This read returns
 # keys and the feedback counts only; what a version says is immutable and comes from the `VersionCache`, or
 # from `_FACTS` (under RLS) for the versions it does not hold yet.
 _PICK = """
 SELECT p.family_id, p.version, coalesce(fb.adopted, 0) AS adopted, coalesce(fb.refuted, 0) AS refuted
-FROM opslore_briefing_candidates(%(services)s, %(signals)s, %(alert)s, %(match)s::text[],
-                                 %(project)s, %(limit)s, %(text_cap)s, %(now)s, %(lexemes)s::text[]) p
+FROM opslore_briefing_matches(p_services => %(services)s, p_signals => %(signals)s, p_alert => %(alert)s,
+                              p_lexemes => %(match)s::text[], p_project => %(project)s, p_limit => %(limit)s,
+                              p_text_cap => %(text_cap)s, p_now => %(now)s, p_rank_lexemes => %(lexemes)s::text[]) p
 JOIN LATERAL (SELECT 1 FROM memory_families f  -- per picked row, by primary key: never a scan of the families
               WHERE f.family_id = p.family_id AND f.current_version = p.version AND f.state = 'active'
               LIMIT 1) f ON true

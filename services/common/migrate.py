@@ -1,7 +1,15 @@
-"""Forward-only SQL migrations from `schemas/migrations`, applied in file-name order, each once.
+"""Schema changes: forward-only migrations, then the repeatable definitions.
 
-Runs as the owner role. A file is applied in one transaction together with its row in
-`schema_migrations`, so a failed migration leaves nothing behind.
+Runs as the owner role, under one advisory lock.
+
+1. `schemas/migrations/NNNN_*.sql` (tables, indexes, constraints, data moves): applied in file-name order, each
+   once, in one transaction together with its row in `schema_migrations`, so a failed migration leaves nothing
+   behind. An applied migration never changes: its checksum is compared on every run.
+2. `schemas/sql/*.sql` (functions: one file per object, its one current definition): Flyway's repeatable
+   migrations. After the forward migrations, each file whose checksum differs from the one recorded in
+   `schema_repeatables` (or that has none) is applied, in file-name order, in one transaction with its row. A
+   file must therefore be idempotent (`CREATE OR REPLACE`, grants); a change of a function's signature or
+   result drops the old one in a forward migration first. Nothing changed: nothing is applied.
 """
 
 from __future__ import annotations
@@ -11,36 +19,79 @@ from importlib import resources
 
 import psycopg
 
+_LOCK = 7253001
 
-def migration_files() -> list[tuple[str, str]]:
-    folder = resources.files("schemas") / "migrations"
+
+def _sql_files(folder_name: str) -> list[tuple[str, str]]:
+    folder = resources.files("schemas") / folder_name
     files = sorted((p for p in folder.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name)
     return [(p.name, p.read_text(encoding="utf-8")) for p in files]
 
 
-def apply_migrations(owner_url: str) -> list[str]:
-    """Apply what is missing; return the names applied now."""
-    applied_now: list[str] = []
+def migration_files() -> list[tuple[str, str]]:
+    """The forward migrations, (file name, text), in the order they apply."""
+    return _sql_files("migrations")
+
+
+def repeatable_files() -> list[tuple[str, str]]:
+    """The repeatable definitions of `schemas/sql`, (file name, text), in the order they apply."""
+    return _sql_files("sql")
+
+
+def sha256(sql: str) -> str:
+    return hashlib.sha256(sql.encode()).hexdigest()
+
+
+def apply_migrations(owner_url: str, repeatables: list[tuple[str, str]] | None = None) -> list[str]:
+    """Apply the missing forward migrations, then the new or changed repeatable files (`repeatables`, by
+    default `repeatable_files()`); return the names applied now, in order."""
     with psycopg.connect(owner_url, autocommit=True) as conn:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, sha256 text NOT NULL,"
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        conn.execute("SELECT pg_advisory_lock(7253001)")
+        conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK,))
         try:
-            done = {r[0]: r[1] for r in conn.execute("SELECT name, sha256 FROM schema_migrations")}
-            for name, sql in migration_files():
-                digest = hashlib.sha256(sql.encode()).hexdigest()
-                if name in done:
-                    if done[name] != digest:
-                        raise RuntimeError(f"migration {name} changed after it was applied")
-                    continue
-                with conn.transaction():
-                    conn.execute(sql.encode())
-                    conn.execute(
-                        "INSERT INTO schema_migrations (name, sha256) VALUES (%s, %s)", (name, digest)
-                    )
-                applied_now.append(name)
+            applied_now = _apply_forward(conn)
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_repeatables (name text PRIMARY KEY, sha256 text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            applied_now += _apply_repeatable(conn, repeatable_files() if repeatables is None else repeatables)
         finally:
-            conn.execute("SELECT pg_advisory_unlock(7253001)")
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK,))
+    return applied_now
+
+
+def _apply_forward(conn: psycopg.Connection[tuple[object, ...]]) -> list[str]:
+    applied_now: list[str] = []
+    done = {str(r[0]): str(r[1]) for r in conn.execute("SELECT name, sha256 FROM schema_migrations")}
+    for name, sql in migration_files():
+        digest = sha256(sql)
+        if name in done:
+            if done[name] != digest:
+                raise RuntimeError(f"migration {name} changed after it was applied")
+            continue
+        with conn.transaction():
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO schema_migrations (name, sha256) VALUES (%s, %s)", (name, digest))
+        applied_now.append(name)
+    return applied_now
+
+
+def _apply_repeatable(conn: psycopg.Connection[tuple[object, ...]], files: list[tuple[str, str]]) -> list[str]:
+    applied_now: list[str] = []
+    done = {str(r[0]): str(r[1]) for r in conn.execute("SELECT name, sha256 FROM schema_repeatables")}
+    for name, sql in sorted(files):
+        digest = sha256(sql)
+        if done.get(name) == digest:
+            continue
+        with conn.transaction():
+            conn.execute(sql.encode())
+            conn.execute(
+                "INSERT INTO schema_repeatables (name, sha256) VALUES (%s, %s) ON CONFLICT (name)"
+                " DO UPDATE SET sha256 = excluded.sha256, applied_at = now()",
+                (name, digest),
+            )
+        applied_now.append(name)
     return applied_now

@@ -26,7 +26,7 @@ def approve(svc: GovernedServices, tenant: str, category: str, verified: datetim
 
 def candidates(svc: GovernedServices, tenant: str, limit: int, at: datetime) -> list[str]:
     with svc.db.tenant_transaction(tenant) as cur:
-        cur.execute("SELECT family_id::text AS f FROM opslore_briefing_candidates("
+        cur.execute("SELECT family_id::text AS f FROM opslore_briefing_matches("
                     "'{render}', '{}', NULL, '{}', NULL, %s, 200, %s, '{}')", (limit, at))
         return [r["f"] for r in cur.fetchall()]
 

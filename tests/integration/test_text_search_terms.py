@@ -62,7 +62,7 @@ def test_the_text_branch_finds_only_the_callers_tenant(svc: GovernedServices) ->
         fams[tenant] = str(svc.review.approve(reviewer(tenant), seed_candidate(svc.db, tenant, d),
                                               note=None, edits=None).family_id)
     with svc.db.tenant_transaction(a) as cur:
-        cur.execute("SELECT family_id::text AS f FROM opslore_briefing_candidates("
+        cur.execute("SELECT family_id::text AS f FROM opslore_briefing_matches("
                     "'{}', '{}', NULL, %s, NULL, 30, 200, now(), NULL)", (analyze("quuxfrobnication"),))
         assert [r["f"] for r in cur.fetchall()] == [fams[a]]
     answer = svc.briefing.brief(reviewer(a), BriefingRequest(text="render pods throttled by quuxfrobnication"))
@@ -74,7 +74,7 @@ def test_the_candidate_function_answers_nothing_without_a_tenant(svc: GovernedSe
     d = draft("throttling", "render", signal="cpu_throttled", summary="pods throttled by quuxfrobnication")
     svc.review.approve(reviewer(tenant), seed_candidate(svc.db, tenant, d), note=None, edits=None)
     with psycopg.connect(svc.db.url) as conn:
-        rows = conn.execute("SELECT * FROM opslore_briefing_candidates('{render}', '{cpu_throttled}', NULL,"
+        rows = conn.execute("SELECT * FROM opslore_briefing_matches('{render}', '{cpu_throttled}', NULL,"
                             " %s, NULL, 30, 200, now(), NULL)", (analyze("quuxfrobnication"),)).fetchall()
     assert rows == []
 
@@ -93,7 +93,7 @@ def test_the_text_branch_matches_on_the_rare_lexemes_and_ranks_on_all(svc: Gover
     zorblax, quuxfrob = analyze("zorblax"), analyze("quuxfrob")
     with svc.db.tenant_transaction(tenant) as cur:
         def text_branch(limit: int) -> list[str]:
-            cur.execute("SELECT family_id::text AS f FROM opslore_briefing_candidates("
+            cur.execute("SELECT family_id::text AS f FROM opslore_briefing_matches("
                         "'{}', '{}', NULL, %s, NULL, %s, 200, now(), %s)", (zorblax, limit, zorblax + quuxfrob))
             return [r["f"] for r in cur.fetchall()]
         assert sorted(text_branch(30)) == sorted(f for name, f in fams.items() if name != "common")
