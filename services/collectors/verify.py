@@ -24,7 +24,7 @@ from services.common.auth import Principal
 from services.common.db import Database
 from services.common.errors import NotFound
 from services.gateway.service import LedgerGateway
-from services.memory import records as R
+from services.memory import records
 
 FEEDBACK = {"supported": "adopted", "refuted": "refuted"}
 
@@ -115,7 +115,7 @@ class VerificationService:
         if stored is None:
             raise NotFound("no such briefing", field="briefing_id")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:  # versions are immutable
-            checks = R.checks_of(cur, [(c.family_id, c.version) for c in stored.cited])
+            checks = records.checks_of(cur, [(c.family_id, c.version) for c in stored.cited])
         return [(c.family_id, c.version, checks.get((c.family_id, c.version), [])) for c in stored.cited]
 
     @staticmethod

@@ -26,9 +26,9 @@ from services.common.auth import Principal
 from services.common.db import Cursor, Database, Row
 from services.common.errors import Conflict, NotFound
 from services.common.settings import Settings
-from services.governance import jobs as J
-from services.governance import store as S
-from services.memory import records as R
+from services.governance import store
+from services.governance.jobs import JOBS, Candidate, Family, Policy, propose
+from services.memory import records
 from services.memory.content import consolidate, from_draft
 from services.memory.service import MemoryService
 from services.review.service import ReviewService
@@ -48,9 +48,9 @@ class GovernanceService:
         self.memory = memory
         self.review = review
 
-    def policy(self, now: datetime) -> J.Policy:
+    def policy(self, now: datetime) -> Policy:
         s = self.settings
-        return J.Policy(now=now, stale_after_days=s.stale_after_days, never_hit_days=s.governance_never_hit_days,
+        return Policy(now=now, stale_after_days=s.stale_after_days, never_hit_days=s.governance_never_hit_days,
                         min_refutations=s.governance_min_refutations,
                         duplicate_similarity=s.governance_duplicate_similarity)
 
@@ -58,27 +58,27 @@ class GovernanceService:
     def preview(self, principal: Principal, jobs: list[str] | None = None,
                 now: datetime | None = None) -> PreviewResponse:
         principal.require("reviewer")
-        kinds = list(dict.fromkeys(jobs or J.JOBS))
+        kinds = list(dict.fromkeys(jobs or JOBS))
         now = now or datetime.now(UTC)
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            families = S.families(cur, principal.project)
-            candidates = S.pending_candidates(cur, principal.project)
+            families = store.families(cur, principal.project)
+            candidates = store.pending_candidates(cur, principal.project)
             self._mark_stale(cur, principal, kinds, families, candidates)
-            run_id = S.insert_run(cur, principal.scoped_tenant, principal.project, kinds, principal.actor)
-            found = J.propose(kinds, families, candidates, self.policy(now))
-            rows = [S.insert_proposal(cur, principal.scoped_tenant, run_id, p) for p in found]
+            run_id = store.insert_run(cur, principal.scoped_tenant, principal.project, kinds, principal.actor)
+            found = propose(kinds, families, candidates, self.policy(now))
+            rows = [store.insert_proposal(cur, principal.scoped_tenant, run_id, p) for p in found]
         return PreviewResponse(run_id=run_id, proposals=[view(r) for r in rows])
 
     @staticmethod
-    def _mark_stale(cur: Cursor, principal: Principal, kinds: list[str], families: list[J.Family],
-                    candidates: list[J.Candidate]) -> None:
+    def _mark_stale(cur: Cursor, principal: Principal, kinds: list[str], families: list[Family],
+                    candidates: list[Candidate]) -> None:
         current = {(f.family_id, f.version) for f in families}
         pending = {c.candidate_id for c in candidates}
-        for row in S.open_proposals(cur, kinds, principal.project):
+        for row in store.open_proposals(cur, kinds, principal.project):
             basis = {(UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]}
             wanted = {UUID(c) for c in row["change"].get("candidates", [])}
             if not basis <= current or not wanted <= pending:
-                S.decide(cur, row["proposal_id"], ProposalState.STALE, principal.actor,
+                store.decide(cur, row["proposal_id"], ProposalState.STALE, principal.actor,
                          "its basis moved since the preview", None)
 
     # ------------------------------------------------------------------ reads
@@ -86,7 +86,7 @@ class GovernanceService:
                   limit: int = 200) -> list[ProposalView]:
         principal.require("agent")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            return [view(r) for r in S.list_proposals(cur, state, kind, principal.project, limit)]
+            return [view(r) for r in store.list_proposals(cur, state, kind, principal.project, limit)]
 
     def get(self, principal: Principal, proposal_id: UUID) -> ProposalView:
         principal.require("agent")
@@ -100,10 +100,10 @@ class GovernanceService:
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self._proposal(cur, principal, proposal_id, lock=False)
             basis = [(UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]]
-            versions = [R.get_version(cur, f, v) or {} for f, v in basis]
+            versions = [records.get_version(cur, f, v) or {} for f, v in basis]
         merged = None
         if row["change"]["action"] == "consolidate" and all(versions):
-            contents = [R.content_of(v) for v in versions]
+            contents = [records.content_of(v) for v in versions]
             merged = consolidate(contents[0], contents[1:], datetime.now(UTC)).model_dump(mode="json")
         return {"proposal": view(row), "versions": versions, "consolidated": merged}
 
@@ -126,7 +126,7 @@ class GovernanceService:
             self._check_basis(cur, row)
             wrote = self._apply(cur, principal, row, now)
             result = {"wrote": [w.model_dump(mode="json") for w in wrote]}
-            S.decide(cur, proposal_id, ProposalState.EXECUTED, principal.actor, None, result)
+            store.decide(cur, proposal_id, ProposalState.EXECUTED, principal.actor, None, result)
         return ExecuteResponse(proposal_id=proposal_id, kind=row["kind"], state=ProposalState.EXECUTED, wrote=wrote)
 
     @contextmanager
@@ -135,7 +135,7 @@ class GovernanceService:
         holder = f"{principal.actor}/{uuid4()}"
         if families:
             with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-                held = S.acquire_leases(cur, principal.scoped_tenant, families, holder, row["proposal_id"], now,
+                held = store.acquire_leases(cur, principal.scoped_tenant, families, holder, row["proposal_id"], now,
                                         LEASE_TTL)
                 if held is not None:
                     raise Conflict(f"another worker ({held['holder']}) holds the lease on family {held['family_id']} "
@@ -145,12 +145,12 @@ class GovernanceService:
         finally:
             if families:
                 with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-                    S.release_leases(cur, families, holder, datetime.now(UTC))
+                    store.release_leases(cur, families, holder, datetime.now(UTC))
 
     @staticmethod
     def _check_basis(cur: Cursor, row: Row) -> None:
         basis = {UUID(b["family_id"]): int(b["version"]) for b in row["based_on"]}
-        current = S.current_versions(cur, list(basis))
+        current = store.current_versions(cur, list(basis))
         for family_id, version in basis.items():
             now_version, state = current.get(family_id, (0, "missing"))
             if now_version != version or state != "active":
@@ -165,8 +165,9 @@ class GovernanceService:
                     for b in row["based_on"]]
         if action == "reverify":
             b = row["based_on"][0]
-            R.audit(cur, tenant=principal.scoped_tenant, family_id=UUID(b["family_id"]), version=int(b["version"]),
-                    action="reverify_requested", actor=principal.actor, reason=reason, before=None, after=None)
+            records.audit(cur, tenant=principal.scoped_tenant, family_id=UUID(b["family_id"]),
+                          version=int(b["version"]), action="reverify_requested", actor=principal.actor, reason=reason,
+                          before=None, after=None)
             return [Wrote(family_id=UUID(b["family_id"]), version=int(b["version"]), state=FamilyState.ACTIVE)]
         if action == "consolidate":
             return self._consolidate(cur, principal, row, reason, now)
@@ -177,9 +178,9 @@ class GovernanceService:
     @staticmethod
     def _terminal(cur: Cursor, principal: Principal, family_id: UUID, version: int, state: FamilyState,
                   reason: str) -> Wrote:
-        R.set_version_state(cur, family_id, version, VersionState(state.value))
-        R.set_family_state(cur, family_id, state)
-        R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
+        records.set_version_state(cur, family_id, version, VersionState(state.value))
+        records.set_family_state(cur, family_id, state)
+        records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
                 action=f"governance_{state}", actor=principal.actor, reason=reason,
                 before={"state": FamilyState.ACTIVE.value, "version": version},
                 after={"state": state.value, "version": version})
@@ -188,21 +189,21 @@ class GovernanceService:
     def _consolidate(self, cur: Cursor, principal: Principal, row: Row, reason: str, now: datetime) -> list[Wrote]:
         basis = [(UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]]
         (keeper, keeper_version), others = basis[0], basis[1:]
-        contents = [R.content_of(R.get_version(cur, f, v) or {}) for f, v in basis]
+        contents = [records.content_of(records.get_version(cur, f, v) or {}) for f, v in basis]
         merged = consolidate(contents[0], contents[1:], now)
-        fam = R.lock_family(cur, keeper)
+        fam = records.lock_family(cur, keeper)
         assert fam is not None
         new = self.memory.append_version(cur, principal, fam, merged, keeper_version, action="consolidate",
                                          reason=reason)
         wrote = [Wrote(family_id=keeper, version=new, state=FamilyState.ACTIVE)]
         for family_id, version in others:
-            R.set_version_state(cur, family_id, version, VersionState.SUPERSEDED)
-            R.set_family_state(cur, family_id, FamilyState.CONSOLIDATED)
-            R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
+            records.set_version_state(cur, family_id, version, VersionState.SUPERSEDED)
+            records.set_family_state(cur, family_id, FamilyState.CONSOLIDATED)
+            records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
                     action="consolidated", actor=principal.actor, reason=reason,
                     before={"state": FamilyState.ACTIVE.value, "version": version},
                     after={"state": FamilyState.CONSOLIDATED.value, "into": f"{keeper}:{new}"})
-            R.add_edge(cur, principal.scoped_tenant, ("version", f"{keeper}:{new}"), "consolidates",
+            records.add_edge(cur, principal.scoped_tenant, ("version", f"{keeper}:{new}"), "consolidates",
                        ("version", f"{family_id}:{version}"))
             wrote.append(Wrote(family_id=family_id, version=version, state=FamilyState.CONSOLIDATED))
         return wrote
@@ -225,7 +226,7 @@ class GovernanceService:
             row = self._proposal(cur, principal, proposal_id, lock=True)
             if row["state"] != ProposalState.PROPOSED:
                 raise Conflict(f"this proposal is already {row['state']}")
-            S.decide(cur, proposal_id, ProposalState.DISMISSED, principal.actor, reason, None)
+            store.decide(cur, proposal_id, ProposalState.DISMISSED, principal.actor, reason, None)
             return view(self._proposal(cur, principal, proposal_id, lock=False))
 
     def revert(self, principal: Principal, proposal_id: UUID, reason: str) -> ExecuteResponse:
@@ -240,11 +241,11 @@ class GovernanceService:
             wrote = [Wrote.model_validate(w) for w in row["result"]["wrote"]]
             note = f"revert of governance proposal {proposal_id}: {reason}"
             restored = self._revert(cur, principal, row, wrote, note)
-            S.decide(cur, proposal_id, ProposalState.REVERTED, principal.actor, reason, None)
+            store.decide(cur, proposal_id, ProposalState.REVERTED, principal.actor, reason, None)
         return ExecuteResponse(proposal_id=proposal_id, kind=row["kind"], state=ProposalState.REVERTED, wrote=restored)
 
     def _revert(self, cur: Cursor, principal: Principal, row: Row, wrote: list[Wrote], note: str) -> list[Wrote]:
-        current = S.current_versions(cur, [w.family_id for w in wrote])
+        current = store.current_versions(cur, [w.family_id for w in wrote])
         for w in wrote:
             if current.get(w.family_id, (0, ""))[0] != w.version or current[w.family_id][1] != w.state:
                 raise Conflict(f"family {w.family_id} changed after the execution; revert it by hand")
@@ -256,9 +257,9 @@ class GovernanceService:
             family_id, version = UUID(b["family_id"]), int(b["version"])
             done = next(w for w in wrote if w.family_id == family_id)
             if done.version != version:  # the keeper got a new version: append the old content again
-                fam = R.lock_family(cur, family_id)
+                fam = records.lock_family(cur, family_id)
                 assert fam is not None
-                target = R.content_of(R.get_version(cur, family_id, version) or {})
+                target = records.content_of(records.get_version(cur, family_id, version) or {})
                 new = self.memory.append_version(cur, principal, fam, target, done.version, action="rollback",
                                                  reason=note, rolled_back_to=version)
                 out.append(Wrote(family_id=family_id, version=new, state=FamilyState.ACTIVE))
@@ -269,9 +270,9 @@ class GovernanceService:
     @staticmethod
     def _reactivate(cur: Cursor, principal: Principal, family_id: UUID, version: int, state: str,
                     note: str) -> Wrote:
-        R.set_version_state(cur, family_id, version, VersionState.ACTIVE)
-        R.set_family_state(cur, family_id, FamilyState.ACTIVE)
-        R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version, action="reactivate",
+        records.set_version_state(cur, family_id, version, VersionState.ACTIVE)
+        records.set_family_state(cur, family_id, FamilyState.ACTIVE)
+        records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version, action="reactivate",
                 actor=principal.actor, reason=note, before={"state": state, "version": version},
                 after={"state": FamilyState.ACTIVE.value, "version": version})
         return Wrote(family_id=family_id, version=version, state=FamilyState.ACTIVE)
@@ -285,7 +286,7 @@ class GovernanceService:
 
     @staticmethod
     def _proposal(cur: Cursor, principal: Principal, proposal_id: UUID, *, lock: bool) -> dict[str, Any]:
-        row = S.get_proposal(cur, proposal_id, lock=lock)
+        row = store.get_proposal(cur, proposal_id, lock=lock)
         if row is None or (principal.project and row["project"] != principal.project):
             raise NotFound("no such governance proposal", field="proposal_id")
         return row

@@ -18,7 +18,7 @@ from services.common.db import Cursor, Database
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from services.common.paging import PageRequest
 from services.lexicon import index as lexical
-from services.memory import records as R
+from services.memory import records
 from services.memory.content import cap_authority, superseding
 from services.memory.records import FamilyHead
 
@@ -48,9 +48,9 @@ class MemoryService:
         principal.require("agent")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             fam = self._family(cur, principal, family_id, lock=False)
-            versions = [VersionView.model_validate(v) for v in R.list_versions(cur, family_id)]
-            audit = R.list_audit(cur, family_id)
-            usage = R.usage(cur, family_id)
+            versions = [VersionView.model_validate(v) for v in records.list_versions(cur, family_id)]
+            audit = records.list_audit(cur, family_id)
+            usage = records.usage(cur, family_id)
         current = next(v for v in versions if v.version == fam.current_version)
         return RecordDetail(family_id=family_id, state=fam.state, current_version=fam.current_version,
                             current=current, versions=versions, usage=usage, audit=audit)
@@ -60,18 +60,18 @@ class MemoryService:
         """One page of families' current versions (oldest family first) and the cursor of the next page."""
         principal.require("agent")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            records, cursor = R.current_versions_page(cur, project=principal.project, incident_id=incident_id,
-                                                      state=state, paging=paging or PageRequest())
-        return RecordPage(records=records, next_cursor=cursor)
+            views, cursor = records.current_versions_page(cur, project=principal.project, incident_id=incident_id,
+                                                          state=state, paging=paging or PageRequest())
+        return RecordPage(records=views, next_cursor=cursor)
 
     def lineage(self, principal: Principal, family_id: UUID) -> Lineage:
         principal.require("agent")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             self._family(cur, principal, family_id, lock=False)
-            versions = R.list_versions(cur, family_id)
-            edges = R.edges_from(cur, [("version", f"{family_id}:{v['version']}") for v in versions])
-            edges += R.edges_from(cur, [("episode", e.dst_id) for e in edges if e.dst_kind == "episode"])
-            edges += R.edges_into_family(cur, family_id)
+            versions = records.list_versions(cur, family_id)
+            edges = records.edges_from(cur, [("version", f"{family_id}:{v['version']}") for v in versions])
+            edges += records.edges_from(cur, [("episode", e.dst_id) for e in edges if e.dst_kind == "episode"])
+            edges += records.edges_into_family(cur, family_id)
         return Lineage(family_id=family_id, edges=edges)
 
     # ------------------------------------------------------------------ transitions
@@ -88,9 +88,9 @@ class MemoryService:
             if fam.state in TERMINAL_FAMILY_STATES:
                 raise Conflict(f"family is already {fam.state}")
             version = fam.current_version
-            R.set_version_state(cur, family_id, version, VersionState(state.value))
-            R.set_family_state(cur, family_id, state)
-            R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
+            records.set_version_state(cur, family_id, version, VersionState(state.value))
+            records.set_family_state(cur, family_id, state)
+            records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
                     action={FamilyState.RETRACTED: "retract", FamilyState.EXPIRED: "expire"}[state],
                     actor=principal.actor, reason=reason, before={"state": fam.state.value, "version": version},
                     after={"state": state.value, "version": version})
@@ -103,7 +103,7 @@ class MemoryService:
             fam = self._family(cur, principal, family_id, lock=True)
             if fam.state != FamilyState.ACTIVE:
                 raise Conflict(f"family is {fam.state}; roll back to a version to revive it")
-            current = R.content_of(R.get_version(cur, family_id, fam.current_version) or {})
+            current = records.content_of(records.get_version(cur, family_id, fam.current_version) or {})
             try:
                 new = cap_authority(superseding(current, changes, datetime.now(UTC)))
             except ValueError as exc:
@@ -117,12 +117,12 @@ class MemoryService:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             fam = self._family(cur, principal, family_id, lock=True)
-            target = R.get_version(cur, family_id, to_version)
+            target = records.get_version(cur, family_id, to_version)
             if target is None:
                 raise NotFound(f"family has no version {to_version}", field="to_version")
             if to_version == fam.current_version and fam.state == FamilyState.ACTIVE:
                 raise Conflict(f"version {to_version} is already current")
-            version = self.append_version(cur, principal, fam, R.content_of(target), None,
+            version = self.append_version(cur, principal, fam, records.content_of(target), None,
                                           action="rollback", reason=reason, rolled_back_to=to_version)
         return FamilyChange(family_id=family_id, version=version)
 
@@ -133,20 +133,21 @@ class MemoryService:
         family_id, current = fam.family_id, fam.current_version
         if expected_version is not None and expected_version != current:
             raise Conflict(f"drafted against version {expected_version}, but the current version is {current}")
-        new = R.max_version(cur, family_id) + 1
-        R.insert_version(cur, tenant=principal.scoped_tenant, project=fam.project, family_id=family_id,
+        new = records.max_version(cur, family_id) + 1
+        records.insert_version(cur, tenant=principal.scoped_tenant, project=fam.project, family_id=family_id,
                          version=new, content=content, created_by=principal.actor, candidate_id=candidate_id,
                          supersedes=current)
         self.index(cur, principal.scoped_tenant, family_id, new, content)
-        R.set_version_state(cur, family_id, current, VersionState.SUPERSEDED)
-        if not R.move_pointer(cur, family_id, expected=current, new=new):
+        records.set_version_state(cur, family_id, current, VersionState.SUPERSEDED)
+        if not records.move_pointer(cur, family_id, expected=current, new=new):
             raise Conflict("the family's current version moved; re-read and retry")
-        R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=new, action=action,
+        records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=new, action=action,
                 actor=principal.actor, reason=reason,
                 before={"version": current, "state": fam.state.value},
-                after={"version": new, "state": VersionState.ACTIVE.value, "content_hash": R.content_hash(content),
+                after={"version": new, "state": VersionState.ACTIVE.value,
+                       "content_hash": records.content_hash(content),
                        **({"rolled_back_to": rolled_back_to} if rolled_back_to else {})})
-        R.add_edge(cur, principal.scoped_tenant, ("version", f"{family_id}:{new}"), "supersedes",
+        records.add_edge(cur, principal.scoped_tenant, ("version", f"{family_id}:{new}"), "supersedes",
                    ("version", f"{family_id}:{current}"))
         return new
 
@@ -157,7 +158,7 @@ class MemoryService:
 
     @staticmethod
     def _family(cur: Cursor, principal: Principal, family_id: UUID, *, lock: bool) -> FamilyHead:
-        fam = R.lock_family(cur, family_id) if lock else R.get_family(cur, family_id)
+        fam = records.lock_family(cur, family_id) if lock else records.get_family(cur, family_id)
         if fam is None or (principal.project and fam.project != principal.project):
             raise NotFound("no such record family")
         return fam
@@ -168,6 +169,7 @@ def reindex_lexical(db: Database, tenant: str) -> dict[str, Any]:
     (after either changed), in one transaction: briefings see the old index until it commits."""
     with db.tenant_transaction(tenant) as cur:
         lexical.clear(cur)
-        docs = [lexical.document(r["family_id"], r["version"], R.content_of(r)) for r in R.all_versions(cur)]
+        docs = [lexical.document(r["family_id"], r["version"], records.content_of(r))
+                for r in records.all_versions(cur)]
         lexical.write(cur, tenant, docs)
     return {"tenant": tenant, "analyzer": lexical.ANALYZER, "versions_indexed": len(docs)}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from schemas import ledger as L
+from schemas import ledger
 from schemas.memory import (
     MAX_ACTIONS,
     MAX_OBSERVATIONS,
@@ -68,19 +68,19 @@ def candidate_id_for(tenant: str, incident_id: str, resolved_event_id: UUID) -> 
     return uuid.uuid5(CANDIDATE_NAMESPACE, f"{tenant}/{incident_id}/{resolved_event_id}")
 
 
-def project(state: Episode | None, event: L.LedgerRecord) -> Changes:
+def project(state: Episode | None, event: ledger.LedgerRecord) -> Changes:
     """Decide what one event changes. `state` is the incident's episode before the event, if any; it is
     not modified (the new state is a copy)."""
     return apply(state.model_copy(deep=True) if state is not None else None, event)
 
 
-def apply(owned: Episode | None, event: L.LedgerRecord, payload: L.Payload | None = None) -> Changes:
+def apply(owned: Episode | None, event: ledger.LedgerRecord, payload: ledger.Payload | None = None) -> Changes:
     """`project` for a caller that hands over its episode: the event is folded into `owned` itself (no
     copy), which `Changes.episode` then is. Same result as `project`; the runner uses it for episodes it
     loaded for this batch, so an incident with many events in a batch is not copied once per event.
     `payload`: the event's typed payload when the caller has already validated it."""
     payload = payload if payload is not None else event.typed_payload()
-    if isinstance(payload, L.BriefingFeedback):
+    if isinstance(payload, ledger.BriefingFeedback):
         return Changes(feedback=FeedbackDelta(payload.family_id, payload.verdict, event.occurred_at))
     episode = owned if owned is not None else Episode(tenant=event.tenant, project=event.project,
                                                       incident_id=event.incident_id)
@@ -92,35 +92,35 @@ def apply(owned: Episode | None, event: L.LedgerRecord, payload: L.Payload | Non
     return Changes(episode=episode, candidate=candidate, misleading=misleading)
 
 
-def _apply(episode: Episode, event: L.LedgerRecord, payload: L.Payload) -> tuple[MisleadingSignal, ...]:
+def _apply(episode: Episode, event: ledger.LedgerRecord, payload: ledger.Payload) -> tuple[MisleadingSignal, ...]:
     """Fold the event into the episode (a copy this call owns); return the tenant-wide misleading signals."""
     match payload:
-        case L.IncidentOpened():
+        case ledger.IncidentOpened():
             _opened(episode, event, payload)
-        case L.ObservationRecorded():
+        case ledger.ObservationRecorded():
             _observed(episode, event, payload)
-        case L.HypothesisProposed():
+        case ledger.HypothesisProposed():
             _proposed(episode, event, payload)
-        case L.HypothesisJudged():
+        case ledger.HypothesisJudged():
             _judged(episode, event, payload)
-        case L.SignalMisleading():
+        case ledger.SignalMisleading():
             episode.misleading_signals.append(MisleadingItem(
                 event_id=event.event_id, signal=payload.signal, reason=payload.reason, trust=event.trust.value))
-            if event.trust != L.Trust.UNTRUSTED_TEXT:  # untrusted text cannot discredit a signal tenant-wide
+            if event.trust != ledger.Trust.UNTRUSTED_TEXT:  # untrusted text cannot discredit a signal tenant-wide
                 return (MisleadingSignal(event.event_id, episode.incident_id, episode.project, payload.signal,
                                          payload.reason),)
-        case L.ActionTaken():
+        case ledger.ActionTaken():
             if len(episode.actions) < MAX_ACTIONS:
                 episode.actions.append(ActionItem(
                     event_id=event.event_id, action=payload.action, kind=payload.kind,
                     outcome=payload.outcome, runbook_ref=payload.runbook_ref, trust=event.trust.value,
                 ))
-        case L.IncidentResolved():
+        case ledger.IncidentResolved():
             _resolved(episode, event, payload)
     return ()
 
 
-def _opened(episode: Episode, event: L.LedgerRecord, p: L.IncidentOpened) -> None:
+def _opened(episode: Episode, event: ledger.LedgerRecord, p: ledger.IncidentOpened) -> None:
     episode.opened_trust = event.trust.value
     episode.alert_name = p.alert.name
     episode.alert_labels = dict(p.alert.labels)
@@ -133,7 +133,7 @@ def _opened(episode: Episode, event: L.LedgerRecord, p: L.IncidentOpened) -> Non
     episode.opened_at = episode.opened_at or event.occurred_at
 
 
-def _observed(episode: Episode, event: L.LedgerRecord, p: L.ObservationRecorded) -> None:
+def _observed(episode: Episode, event: ledger.LedgerRecord, p: ledger.ObservationRecorded) -> None:
     if len(episode.observations) >= MAX_OBSERVATIONS:
         episode.observations_dropped += 1
         return
@@ -144,21 +144,21 @@ def _observed(episode: Episode, event: L.LedgerRecord, p: L.ObservationRecorded)
     ))
 
 
-def _proposed(episode: Episode, event: L.LedgerRecord, p: L.HypothesisProposed) -> None:
+def _proposed(episode: Episode, event: ledger.LedgerRecord, p: ledger.HypothesisProposed) -> None:
     h = episode.hypotheses.setdefault(p.hypothesis_id, HypothesisItem(hypothesis_id=p.hypothesis_id))
     h.statement = p.statement
     h.statement_trust = event.trust.value
     h.root_cause_category = p.root_cause_category or h.root_cause_category
 
 
-def _judged(episode: Episode, event: L.LedgerRecord, p: L.HypothesisJudged) -> None:
+def _judged(episode: Episode, event: ledger.LedgerRecord, p: ledger.HypothesisJudged) -> None:
     h = episode.hypotheses.setdefault(p.hypothesis_id, HypothesisItem(hypothesis_id=p.hypothesis_id))
-    h.status = "verified" if event.type == L.EventType.HYPOTHESIS_VERIFIED else "refuted"
+    h.status = "verified" if event.type == ledger.EventType.HYPOTHESIS_VERIFIED else "refuted"
     h.evidence_refs = list(p.evidence_refs)
     h.judged_at = event.occurred_at
 
 
-def _resolved(episode: Episode, event: L.LedgerRecord, p: L.IncidentResolved) -> None:
+def _resolved(episode: Episode, event: ledger.LedgerRecord, p: ledger.IncidentResolved) -> None:
     episode.status = "resolved"
     episode.resolved_at = event.occurred_at
     episode.root_cause = p.root_cause
@@ -174,7 +174,7 @@ def _resolved(episode: Episode, event: L.LedgerRecord, p: L.IncidentResolved) ->
     episode.imported = p.imported
 
 
-def _gate(episode: Episode, event: L.LedgerRecord) -> NewCandidate | None:
+def _gate(episode: Episode, event: ledger.LedgerRecord) -> NewCandidate | None:
     verdict = gate.evaluate(episode)
     episode.gate_verdict = verdict.reason
     if verdict.draft is None or episode.resolved_event_id is None:

@@ -40,8 +40,7 @@ from services.common import logs
 from services.common.db import Database
 from services.common.kafka import ensure_topics, ledger_consumer, plain_producer
 from services.common.settings import Settings
-from services.projector import metrics as M
-from services.projector import policy, store
+from services.projector import metrics, policy, store
 from services.projector.readiness import GroupState
 
 log = logging.getLogger("opslore.projector")
@@ -178,7 +177,7 @@ class ProjectorRunner:
                     self.poll_once()
                     backoff = RESTART_BACKOFF[0]
             except Exception:
-                M.RESTARTS.inc()
+                metrics.RESTARTS.inc()
                 log.exception("projector loop failed; restarting from the stored offsets in %.1fs", backoff)
                 self.stop_event.wait(backoff)
                 backoff = min(backoff * 2, RESTART_BACKOFF[1])
@@ -201,7 +200,7 @@ class ProjectorRunner:
     # ------------------------------------------------------------------ one batch
     def poll_once(self, timeout_ms: int = 500) -> BatchResult:
         assert self.consumer is not None
-        with M.stage("kafka_poll"):
+        with metrics.stage("kafka_poll"):
             polled = self.consumer.poll(timeout_ms=timeout_ms, max_records=self.settings.projector_batch)
         if not polled:
             self._note_position()
@@ -209,7 +208,7 @@ class ProjectorRunner:
         records = [r for batch in polled.values() for r in batch]
         start = time.perf_counter()
         result, offsets = self._project(records)
-        with M.stage("kafka_commit"):
+        with metrics.stage("kafka_commit"):
             self._commit_kafka(offsets)
         self._observe(result, offsets, time.perf_counter() - start)
         self.positions.update(offsets)
@@ -229,24 +228,24 @@ class ProjectorRunner:
         self.group = GroupState(member=True, partitions=group.partitions, lag=lag, polled_at=time.monotonic())
 
     def _observe(self, result: BatchResult, offsets: dict[int, int], seconds: float) -> None:
-        M.EVENTS.labels("applied").inc(result.applied)
-        M.EVENTS.labels("duplicate").inc(result.duplicates)
-        M.EVENTS.labels("dead_letter").inc(result.dead_letters)
-        M.BATCH_SECONDS.observe(seconds)
-        M.LAST_BATCH.set_to_current_time()
+        metrics.EVENTS.labels("applied").inc(result.applied)
+        metrics.EVENTS.labels("duplicate").inc(result.duplicates)
+        metrics.EVENTS.labels("dead_letter").inc(result.dead_letters)
+        metrics.BATCH_SECONDS.observe(seconds)
+        metrics.LAST_BATCH.set_to_current_time()
         assert self.consumer is not None
         for partition, offset in offsets.items():
             end = self.consumer.highwater(TopicPartition(self.topic, partition))
             if end is not None:
-                M.LAG.labels(str(partition)).set(max(0, end - offset))
+                metrics.LAG.labels(str(partition)).set(max(0, end - offset))
 
     def _project(self, records: list[Any]) -> tuple[BatchResult, dict[int, int]]:
         result = BatchResult()
         offsets = {rec.partition: rec.offset + 1 for rec in records}
         dead: list[DeadLetter] = []
-        with M.stage("decode"):
+        with metrics.stage("decode"):
             decoded = self._decode(records, dead)
-        with M.stage("transaction"), self.storage.transaction() as tx:
+        with metrics.stage("transaction"), self.storage.transaction() as tx:
             try:
                 with tx.savepoint():  # the fast path
                     result.applied, result.duplicates = self._apply_batch(tx, decoded)
@@ -282,7 +281,7 @@ class ProjectorRunner:
         applied = 0
         for tenant, items in by_tenant.items():
             tx.set_tenant(tenant)
-            with M.stage("record_events"):
+            with metrics.stage("record_events"):
                 new_ids = tx.record_events([(d.event, d.rec.partition, d.rec.offset) for d in items],
                                            [d.envelope for d in items])
             fresh: list[Decoded] = []
@@ -296,11 +295,11 @@ class ProjectorRunner:
 
     @staticmethod
     def _project_fresh(tx: store.ProjectionStore, tenant: str, fresh: list[Decoded]) -> int:
-        with M.stage("load_episodes"):
+        with metrics.stage("load_episodes"):
             episodes = tx.load_episodes(sorted({d.event.incident_id for d in fresh}))
         touched: dict[str, None] = {}
         changes = []
-        with M.stage("policy"):
+        with metrics.stage("policy"):
             for d in fresh:
                 incident = d.event.incident_id
                 change = policy.apply(episodes.get(incident), d.event, d.payload)  # the runner owns these episodes
@@ -308,9 +307,9 @@ class ProjectorRunner:
                     episodes[incident] = change.episode
                     touched[incident] = None
                 changes.append(change)
-        with M.stage("save_episodes"):
+        with metrics.stage("save_episodes"):
             tx.save_episodes([episodes[i] for i in touched])
-        with M.stage("side_effects"):
+        with metrics.stage("side_effects"):
             tx.apply_side_effects(tenant, changes)
         return len(fresh)
 

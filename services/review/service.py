@@ -20,11 +20,11 @@ from services.common.auth import Principal
 from services.common.db import Cursor, Database
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from services.common.paging import PageRequest
-from services.memory import records as R
+from services.memory import records
 from services.memory.content import from_draft, merge_into
 from services.memory.records import FamilyMatch
 from services.memory.service import MemoryService
-from services.projector import store as P
+from services.projector import store as projection_store
 from services.review import repository as Repo
 from services.review.repository import CandidateRow
 
@@ -62,7 +62,7 @@ def proposal_for(match: FamilyMatch | None, draft: CandidateDraft) -> Proposal:
 
 def find_match(cur: Cursor, project: str, draft: CandidateDraft) -> FamilyMatch | None:
     categories = [draft.root_cause_category] if draft.root_cause_category else []
-    return pick_match(R.active_matches(cur, project, categories), draft)
+    return pick_match(records.active_matches(cur, project, categories), draft)
 
 
 class ReviewService:
@@ -84,7 +84,7 @@ class ReviewService:
         principal.require("agent")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self.candidate(cur, principal, candidate_id, lock=False)
-            episode = P.read_episode(cur, row.incident_id)
+            episode = projection_store.read_episode(cur, row.incident_id)
             view = self._with_proposals(cur, [row])[0]
         return view.model_copy(update={"episode": episode.body if episode else None})
 
@@ -97,7 +97,7 @@ class ReviewService:
         for project in {r.project for r, _ in pending}:
             categories = sorted({d.root_cause_category for r, d in pending if r.project == project
                                  and d.root_cause_category})
-            matches[project] = R.active_matches(cur, project, categories)
+            matches[project] = records.active_matches(cur, project, categories)
         proposals = {r.candidate_id: proposal_for(pick_match(matches[r.project], d), d) for r, d in pending}
         return [candidate_view(r, proposals.get(r.candidate_id)) for r in rows]
 
@@ -121,9 +121,9 @@ class ReviewService:
                 raise Conflict("this candidate contradicts an active record; approve with resolution "
                                "new_version or new_family after reading both sides")
             if match is not None:
-                fam = R.lock_family(cur, match.family_id)
+                fam = records.lock_family(cur, match.family_id)
                 assert fam is not None
-                current = R.content_of(R.get_version(cur, fam.family_id, fam.current_version) or {})
+                current = records.content_of(records.get_version(cur, fam.family_id, fam.current_version) or {})
                 family_id, version = fam.family_id, self.memory.append_version(
                     cur, principal, fam, merge_into(current, content), expected_version,
                     action="approve_version", reason=note, candidate_id=candidate_id)
@@ -137,15 +137,15 @@ class ReviewService:
     def new_family(self, cur: Cursor, principal: Principal, row: CandidateRow, content: VersionContent,
                     note: str | None) -> tuple[UUID, int]:
         family_id = uuid5(FAMILY_NAMESPACE, f"{principal.scoped_tenant}/{row.candidate_id}")
-        R.create_family(cur, tenant=principal.scoped_tenant, project=row.project, family_id=family_id,
+        records.create_family(cur, tenant=principal.scoped_tenant, project=row.project, family_id=family_id,
                         memory_type=content.memory_type)
-        R.insert_version(cur, tenant=principal.scoped_tenant, project=row.project, family_id=family_id,
+        records.insert_version(cur, tenant=principal.scoped_tenant, project=row.project, family_id=family_id,
                          version=1, content=content, created_by=principal.actor,
                          candidate_id=row.candidate_id, supersedes=None)
         self.memory.index(cur, principal.scoped_tenant, family_id, 1, content)
-        R.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=1, action="approve",
+        records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=1, action="approve",
                 actor=principal.actor, reason=note, before=None,
-                after={"version": 1, "state": VersionState.ACTIVE.value, "content_hash": R.content_hash(content)})
+                after={"version": 1, "state": VersionState.ACTIVE.value, "content_hash": records.content_hash(content)})
         return family_id, 1
 
     def reject(self, principal: Principal, candidate_id: UUID, reason: str) -> Rejected:
@@ -163,10 +163,10 @@ class ReviewService:
         if family_id is not None:
             node = ("version", f"{family_id}:{version}")
             t = principal.scoped_tenant
-            R.add_edge(cur, t, node, "learned_from", ("episode", row.incident_id))
-            R.add_edge(cur, t, node, "reviewed_in", ("review", str(row.candidate_id)))
+            records.add_edge(cur, t, node, "learned_from", ("episode", row.incident_id))
+            records.add_edge(cur, t, node, "reviewed_in", ("review", str(row.candidate_id)))
             for ev in row.content.get("evidence", []):
-                R.add_edge(cur, t, ("episode", row.incident_id), "cites", ("event", str(ev["event_id"])))
+                records.add_edge(cur, t, ("episode", row.incident_id), "cites", ("event", str(ev["event_id"])))
 
     @staticmethod
     def candidate(cur: Cursor, principal: Principal, candidate_id: UUID, *, lock: bool) -> CandidateRow:
