@@ -31,7 +31,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((reason, re.compile(patt
                          r"|\bconfidence\s*[:=]|\bverified\s*[:=]\s*true|\btrusted_tool\b|\btool output \(trusted\)"
                          r"|\(approved\)|\bapproved by (security|the sre lead)|\bverified by the sre lead\b"
                          r"|\bi confirm\b|\bchecked by automation\b|\bis authoritative\b|\bsupersedes every\b"
-                         r"|\bmaintenance mode\b|\bthis (text|sentence|log line|observation) is\b"),
+                         r"|\bthis (text|sentence|log line|observation) is\b"),
     ("claims authority", r"\b(model reasoning|customer ticket|web page says|embedded report|bridging step)\b"
                          r"|\b(previous|past) incident\b[^.]{0,30}\bproves?\b|\bknown good fix\b"
                          r"|\bthe (correct|official) (remediation|fix) is\b"),

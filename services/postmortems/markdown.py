@@ -79,7 +79,7 @@ for _name, _keys in (
     ("environment", ("environment", "env", "region", "环境", "地域")),
     ("category", ("root cause category", "category", "cause category", "根因分类", "分类", "类别", "根因类别")),
     ("title", ("title", "incident", "incident title", "name", "标题", "事故名称", "故障名称", "事件名称")),
-    ("root_cause", ("root cause", "cause", "根因", "根本原因", "原因")),
+    ("root_cause", ("root cause", "root causes", "root cause(s)", "cause", "根因", "根本原因", "原因")),
     ("summary", ("summary", "摘要", "概述")),
     ("impact", ("impact", "user impact", "customer impact", "影响", "影响范围")),
     ("resolution", ("resolution", "mitigation", "解决方案", "处理方式")),
