@@ -8,12 +8,14 @@ from typing import Annotated
 import typer
 
 from replay.compare import Comparison
+from replay.imported_recall import realworld_imported
 from replay.report import print_comparison, print_table, write_json
 from replay.runner import ScenarioRunner
 from replay.scenario import load_scenarios
 from services.common.settings import get_settings
 
 app = typer.Typer(no_args_is_help=True, help="replay incident scenarios as regression tests")
+app.command("realworld-imported")(realworld_imported)
 
 
 @app.command()
