@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
 import yaml
@@ -77,6 +77,7 @@ for _name, _keys in (
     ("resolved_at", ("resolved", "resolved at", "end", "end time", "ended", "recovered", "recovered at",
                      "恢复时间", "结束时间", "解决时间", "故障恢复时间")),
     ("environment", ("environment", "env", "region", "环境", "地域")),
+    ("timezone", ("timezone", "time zone", "tz", "时区")),
     ("category", ("root cause category", "category", "cause category", "根因分类", "分类", "类别", "根因类别")),
     ("title", ("title", "incident", "incident title", "name", "标题", "事故名称", "故障名称", "事件名称")),
     ("root_cause", ("root cause", "root causes", "root cause(s)", "cause", "根因", "根本原因", "原因")),
@@ -126,7 +127,8 @@ def parse_markdown(content: str) -> Postmortem:
     tokens = MarkdownIt("commonmark", {"html": True}).enable("table").parse(body)
     links: list[str] = []
     sections = _sections(tokens, links)
-    pm = _Builder(front, sections, links).build()
+    chinese = len(_CJK.findall(body)) * 3 > len(re.findall(r"[A-Za-z]", body))
+    pm = _Builder(front, sections, links, chinese).build()
     missing = pm.missing()
     if missing:
         seen = ", ".join(pm.sections) or "none"
@@ -220,22 +222,48 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
     return sections
 
 
-def parse_time(value: object) -> datetime | None:
-    """A date or time as postmortems write them; naive times are taken as UTC."""
+# zones as postmortems write them after a time (or as a document's `timezone`); ambiguous ones (CST, IST) are not
+_ZONE_NAMES = {"utc": 0, "gmt": 0, "z": 0, "pst": -480, "pdt": -420, "mst": -420, "mdt": -360, "est": -300,
+               "edt": -240, "cet": 60, "cest": 120, "bst": 60, "jst": 540, "kst": 540, "sgt": 480, "hkt": 480,
+               "北京时间": 480, "beijing time": 480, "china standard time": 480, "asia/shanghai": 480}
+_OFFSET = re.compile(r"\(?\s*(?:UTC|GMT)\s*([+-])\s*(\d{1,2})(?::?(\d{2}))?\s*\)?", re.IGNORECASE)
+_NAMED_ZONE = re.compile(r"\(?\s*(?<![A-Za-z])(" + "|".join(sorted(map(re.escape, _ZONE_NAMES), key=len, reverse=True))
+                         + r")(?![A-Za-z])\s*\)?", re.IGNORECASE)
+CHINA = timezone(timedelta(hours=8), "UTC+08:00")
+
+
+def parse_zone(text: str | None) -> tuple[str, tzinfo | None]:
+    """The text without the zone it names (`UTC+8`, `(GMT-05:00)`, `PDT`, `北京时间`), and that zone."""
+    if not text:
+        return text or "", None
+    m = _OFFSET.search(text)
+    if m:
+        minutes = int(m[2]) * 60 + int(m[3] or 0)
+        zone = timezone(timedelta(minutes=-minutes if m[1] == "-" else minutes))
+        return (text[:m.start()] + " " + text[m.end():]).strip(), zone
+    m = _NAMED_ZONE.search(text)
+    if m:
+        return (text[:m.start()] + " " + text[m.end():]).strip(), timezone(timedelta(minutes=_ZONE_NAMES[m[1].lower()]))
+    return text, None
+
+
+def parse_time(value: object, default_zone: tzinfo = UTC) -> datetime | None:
+    """A date or time as postmortems write them; a time without a zone is in `default_zone` (the document's:
+    see `_Builder.default_zone`)."""
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
+        return value if value.tzinfo else value.replace(tzinfo=default_zone)
     if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+        return datetime(value.year, value.month, value.day, tzinfo=default_zone)
     if not isinstance(value, str):
         return None
     text = value.strip().strip("*_` ")
     m = re.match(r"(\d{4})年(\d{1,2})月(\d{1,2})日\s*(\d{1,2}:\d{2})?", text)
     if m:
-        text = f"{m[1]}-{int(m[2]):02d}-{int(m[3]):02d}" + (f" {m[4]}" if m[4] else "")
+        text = f"{m[1]}-{int(m[2]):02d}-{int(m[3]):02d}" + (f" {m[4]}" if m[4] else "") + text[m.end():]
     text = re.sub(r"(\d{4})[/.](\d{1,2})[/.](\d{1,2})", lambda g: f"{g[1]}-{int(g[2]):02d}-{int(g[3]):02d}", text)
     text = re.sub(r"(\d{4}-\d{2}-\d{2})[ T](\d):", r"\1 0\2:", text)
-    text = re.sub(r"\s*\b(UTC|GMT|Z)\b\s*$", "+00:00", text)
-    text = re.sub(r"\s*\(.*\)\s*$", "", text)
+    text, zone = parse_zone(text)
+    text = re.sub(r"\s*\(.*\)\s*$", "", text).strip()
     candidates = [text, text.split(" - ")[0].strip(), text.split(" to ")[0].strip(), text[:10]]
     for c in candidates:
         try:
@@ -251,7 +279,7 @@ def parse_time(value: object) -> datetime | None:
                 except ValueError:
                     continue
         if parsed is not None:
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=zone or default_zone)
     return None
 
 
@@ -260,7 +288,9 @@ def _key(text: str) -> str:
 
 
 class _Builder:
-    def __init__(self, front: dict[str, Any], sections: list[RawSection], links: list[str]) -> None:
+    def __init__(self, front: dict[str, Any], sections: list[RawSection], links: list[str],
+                 chinese: bool = False) -> None:
+        self.chinese = chinese
         self.front = front
         self.sections = sections
         self.links = links
@@ -270,6 +300,12 @@ class _Builder:
         self.preamble: list[Block] = []
 
     # ------------------------------------------------------------ helpers
+    def default_zone(self) -> tzinfo:
+        """The zone of the document's times that name none: its `timezone` (`时区`) when given; else UTC+8 for a
+        document written in Chinese (China has one zone; a 复盘 writes local time); else UTC."""
+        _, zone = parse_zone(self.meta.get("timezone"))
+        return zone or (CHINA if self.chinese else UTC)
+
     def clean(self, where: str, block: Block) -> str | None:
         reason = instruction_reason(block.source) or instruction_reason(block.text)
         if reason:
@@ -465,7 +501,8 @@ class _Builder:
             title = None
         return Postmortem(
             format="markdown", title=clip(title, SHORT_LIMIT) if title else None,
-            started_at=parse_time(meta.get("started_at")), resolved_at=parse_time(meta.get("resolved_at")),
+            started_at=parse_time(meta.get("started_at"), self.default_zone()),
+            resolved_at=parse_time(meta.get("resolved_at"), self.default_zone()),
             services=[clip(s, SHORT_LIMIT) for s in services][:50],
             alert=clip(meta["alert"], SHORT_LIMIT) if meta.get("alert") else None,
             severity=clip(meta["severity"], SHORT_LIMIT) if meta.get("severity") else None,

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from services.postmortems.instructions import instruction_reason
+from services.postmortems.markdown import CHINA
 from services.postmortems.model import MAX_DOCUMENT_CHARS, DocumentTooLarge, NotAPostmortem, Postmortem
 from services.postmortems.parse import format_of, parse
 
@@ -21,6 +22,11 @@ TEXTS: list[str] = yaml.safe_load((Path(__file__).parents[2] / "replay/poisoning
 
 def _day(y: int, m: int, d: int, hh: int = 0, mm: int = 0) -> datetime:
     return datetime(y, m, d, hh, mm, tzinfo=UTC)
+
+
+def _beijing(y: int, m: int, d: int, hh: int = 0, mm: int = 0) -> datetime:
+    """A 复盘's time with no zone written: local time, UTC+8 (markdown.CHINA)."""
+    return datetime(y, m, d, hh, mm, tzinfo=CHINA)
 
 
 # file -> what it must parse to: exact values, or for `root_cause` / `resolution` / `summary` a phrase inside
@@ -74,20 +80,20 @@ EXPECTED: dict[str, dict[str, Any]] = {
         resolution="Streaming was disabled", action_items=3, links=1),
     "zh-fupan-bilibili-2021-07-13.md": dict(
         title="2021.07.13 B站 SLB 故障复盘", services=["openresty-slb", "主站", "App"], alert="SLBUnavailable",
-        severity="P0", started_at=_day(2021, 7, 13, 22, 52), resolved_at=_day(2021, 7, 14, 0, 30),
+        severity="P0", started_at=_beijing(2021, 7, 13, 22, 52), resolved_at=_beijing(2021, 7, 14, 0, 30),
         symptoms_from="impact", summary="CPU 100%", root_cause="_gcd", resolution="新建一套 SLB 集群",
         action_items=3, lessons=1, timeline=5),
     "zh-fupan-yuque-2023-10-23.md": dict(
         title="语雀 2023-10-23 服务中断复盘", services=["yuque-web", "yuque-storage"], alert="StorageUnavailable",
-        severity="P0", started_at=_day(2023, 10, 23), symptoms_from="impact", root_cause="运维升级工具存在 bug",
+        severity="P0", started_at=_beijing(2023, 10, 23), symptoms_from="impact", root_cause="运维升级工具存在 bug",
         resolution="逐台恢复上线", action_items=3),
     "zh-fupan-aliyun-hk-2022-12-18.md": dict(
         title="阿里云香港 Region 可用区 C 服务中断复盘", services=["ecs", "rds", "香港可用区C"], severity="P1",
-        environment="cn-hongkong-c", started_at=_day(2022, 12, 18, 8, 56), symptoms_from="summary",
+        environment="cn-hongkong-c", started_at=_beijing(2022, 12, 18, 8, 56), symptoms_from="summary",
         root_cause="冷机系统故障", resolution="分批重启冷机", action_items=3),
     "zh-fupan-ctrip-2015-05-28.md": dict(
         title="携程 2015-05-28 全站不可用复盘", services=["ctrip-web", "app-api", "发布系统"],
-        alert="SiteAvailabilityDown", severity="P0", started_at=_day(2015, 5, 28), symptoms_from="summary",
+        alert="SiteAvailabilityDown", severity="P0", started_at=_beijing(2015, 5, 28), symptoms_from="summary",
         root_cause="操作失误", resolution="通过备份逐批恢复", action_items=2),
     "zh-json-tencent-2023-03-29.json": dict(
         format="json", services=["wechat", "qq", "广州数据中心"], alert="DataCenterTemperatureHigh", severity="P1",
