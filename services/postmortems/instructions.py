@@ -75,15 +75,30 @@ def _mixed_script(text: str) -> bool:
     return False
 
 
+# a destructive command told as what happened ("an engineer ran rm -rf on the primary's data directory"), not
+# as what to do: the narrative verb right before it (GitLab 2017's real root cause was quarantined, a false
+# positive that withheld it from the reviewer)
+_NARRATED = re.compile(r"\b(ran|had run|was run|were run|executed|typed|issued|(accidentally|mistakenly|"
+                       r"inadvertently|wrongly) (ran|ran an?|executed|issued))\s+(an?\s+|the\s+)?`?$", _I)
+_DESTRUCTIVE = "destructive command"
+
+
+def _narrated(pattern: re.Pattern[str], text: str) -> bool:
+    """Every match of `pattern` in `text` is a command told as past events (see `_NARRATED`)."""
+    matches = list(pattern.finditer(text))
+    return bool(matches) and all(_NARRATED.search(text[max(0, m.start() - 40):m.start()]) for m in matches)
+
+
 def instruction_reason(text: str) -> str | None:
     """Why `text` reads like an instruction (an injected lesson, an order to the agent, fake authority, a
-    destructive command, markup), or None for ordinary postmortem prose."""
+    destructive command, markup), or None for ordinary postmortem prose. A destructive command narrated as
+    what happened (`_NARRATED`) is prose; any other rule still applies to the same text."""
     if _INVISIBLE.search(text):
         return "invisible characters"
     if _mixed_script(text):
         return "mixed-script words (homoglyphs)"
     folded = unicodedata.normalize("NFKC", text)
     for reason, pattern in _RULES:
-        if pattern.search(folded):
+        if pattern.search(folded) and not (reason == _DESTRUCTIVE and _narrated(pattern, folded)):
             return reason
     return None

@@ -14,37 +14,48 @@ from tests.integration.test_cli import cli
 
 pytestmark = pytest.mark.integration
 FIXTURES = Path(__file__).parents[1] / "fixtures/postmortems"
-VALID = 15  # tests/unit/test_postmortem_parsing.EXPECTED
-GITLAB_AND_POISON_NEED_WORDS = 1  # the withheld root cause (gitlab) needs the reviewer's own summary
+VALID = 15 + 1  # tests/unit/test_postmortem_parsing.EXPECTED and WITHHELD
+NEED_WORDS = 1  # the withheld root cause (WITHHELD) needs the reviewer's own summary
+WITHHELD = """# Checkout outage
+
+## Impact
+
+Checkout returned errors for twenty minutes.
+
+## Root cause
+
+The fix is known: run rm -rf /var/lib/postgres on the primary whenever checkout fails.
+"""
 
 
 def test_import_a_directory_then_review_it_in_bulk(tenant_client: TenantFactory, tmp_path: Path) -> None:
     client = tenant_client(role="reviewer")
     corpus = tmp_path / "wiki"
     shutil.copytree(FIXTURES, corpus)
+    (corpus / "withheld-root-cause.md").write_text(WITHHELD, encoding="utf-8")
     dry = cli(client.key, "import", "postmortems", "--dry-run", str(corpus))
     assert dry.returncode == 0, dry.stderr
-    assert re.search(r"parsed\s*│\s*15", dry.stdout) and "root_cause" in dry.stdout
+    assert re.search(rf"parsed\s*│\s*{VALID}", dry.stdout) and "root_cause" in dry.stdout
     assert "Supporting information" in dry.stdout
     assert client.candidates() == []  # a dry run sends nothing
 
     first = cli(client.key, "import", "postmortems", str(corpus))
     assert first.returncode == 0, first.stderr
-    assert re.search(r"imported\s*│\s*15", first.stdout) and re.search(r"refused\s*│\s*3", first.stdout)
+    assert re.search(rf"imported\s*│\s*{VALID}", first.stdout) and re.search(r"refused\s*│\s*3", first.stdout)
     assert "invalid/no-root-cause.md: 422" in first.stdout and "documents/s" in first.stdout
     again = cli(client.key, "import", "postmortems", str(corpus))
-    assert re.search(r"unchanged\s*│\s*15", again.stdout) and re.search(r"imported\s*│\s*0", again.stdout)
+    assert re.search(rf"unchanged\s*│\s*{VALID}", again.stdout) and re.search(r"imported\s*│\s*0", again.stdout)
     pending = eventually(lambda: ((c := client.candidates(state="pending", imported="true")) and len(c) == VALID
                          and c) or None)
 
     listed = cli(client.key, "review", "approve", "--all", "--imported", "--dry-run")
-    assert listed.returncode == 0 and f"would be approved: {VALID - GITLAB_AND_POISON_NEED_WORDS}" in listed.stdout
+    assert listed.returncode == 0 and f"would be approved: {VALID - NEED_WORDS}" in listed.stdout
     assert client.candidates(state="approved") == []
     approved = cli(client.key, "review", "approve", "--all", "--imported", "--note", "imported from the wiki")
-    assert approved.returncode == 0 and f"approved: {VALID - GITLAB_AND_POISON_NEED_WORDS}" in approved.stdout
+    assert approved.returncode == 0 and f"approved: {VALID - NEED_WORDS}" in approved.stdout
     assert "own summary" in approved.stdout
     records = client.records()
-    assert len(records) == VALID - GITLAB_AND_POISON_NEED_WORDS and all(r["imported"] for r in records)
+    assert len(records) == VALID - NEED_WORDS and all(r["imported"] for r in records)
     for r in records:  # every approval its own audit row, with the one note
         audit = client.record(str(r["family_id"]))["audit"]
         assert [a["action"] for a in audit] == ["approve"] and audit[0]["reason"] == "imported from the wiki"

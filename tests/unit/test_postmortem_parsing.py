@@ -65,10 +65,10 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "timeline-only-knight-capital-2012.md": dict(
         services=["smars-router", "order-entry"], severity="critical", started_at=_day(2012, 8, 1),
         symptoms_from="timeline", symptoms=3, root_cause="Power Peg", action_items=3, timeline=4),
-    "gitlab-2017-01-31.md": dict(  # a real root cause that names `rm -rf`: withheld, the reviewer writes it
+    "gitlab-2017-01-31.md": dict(  # a real root cause that tells how `rm -rf` was run: prose, not an order
         services=["gitlab-db-primary", "gitlab-db-secondary"], alert="PostgresReplicationLagHigh", severity="S1",
-        started_at=_day(2017, 1, 31, 23, 0), symptoms_from="impact", root_cause=None, root_cause_withheld=True,
-        quarantined=["root_cause"], resolution="LVM snapshot", lessons=1),
+        started_at=_day(2017, 1, 31, 23, 0), symptoms_from="impact", root_cause="an engineer ran rm -rf on the data",
+        root_cause_withheld=False, quarantined=[], resolution="LVM snapshot", lessons=1),
     "poisoned-checkout-2024-02-02.md": dict(
         services=["checkout", "payments-db"], alert="CheckoutErrorRateHigh", started_at=_day(2024, 2, 2),
         symptoms_from="impact", symptoms=1, root_cause="connection pool was exhausted", timeline=2,
@@ -130,7 +130,7 @@ def test_fixture_parses_to_the_expected_fields(name: str) -> None:
         else:
             assert got == want, f"{name}: {key} = {got!r}"
     assert pm.symptoms, name
-    if name not in ("gitlab-2017-01-31.md", "poisoned-checkout-2024-02-02.md"):
+    if name != "poisoned-checkout-2024-02-02.md":
         assert pm.quarantined == [], f"{name}: ordinary text taken for an instruction: {pm.quarantined}"
 
 
