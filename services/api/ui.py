@@ -3,11 +3,19 @@
 Login takes a reviewer API key and keeps it in the signed, HttpOnly, SameSite=Strict session cookie;
 each session has a CSRF token that every form posts back. Handlers are thin: parse the form, call one
 service method, redirect (POST/redirect/GET) or render.
+
+Review at the scale of an import (CONTRACT v1.2): the queue filters imported candidates (`?imported=true`)
+and decides a selection in one form post (`POST /ui/candidates/bulk`: checkboxes and one note or reason),
+calling `ReviewService.approve` / `reject` once per candidate, so each is its own review and audit row and
+a candidate the service refuses (a conflict, a withheld root cause) is skipped with its reason. An imported
+candidate's page shows the parsed fields beside the source document; approving takes the approve API's
+edits (summary, owner, valid until, environment and cluster).
 """
 
 from __future__ import annotations
 
 import secrets
+from datetime import UTC, datetime, time
 from pathlib import Path
 from typing import Annotated, Any
 from uuid import UUID
@@ -16,8 +24,9 @@ import jinja2
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from pydantic import ValidationError
 
-from schemas.memory import ApprovalEdits
+from schemas.memory import Applicability, ApprovalEdits
 from schemas.views import CandidateView
 from services.api.deps import services
 from services.common.auth import Principal
@@ -105,11 +114,74 @@ def logout(request: Request, _: Csrf) -> Response:
     return back("/ui/login", request)
 
 
+QUEUE_FILTERS = {"true": True, "false": False}  # ?imported=: imported postmortems only, investigations only
+BULK_LIMIT = MAX_LIMIT  # candidates decided by one form post (the queue shows at most one page of them)
+
+
+def queue_url(imported: str) -> str:
+    """The queue, keeping only a known filter (a form's `back` field never redirects anywhere else)."""
+    return f"/ui/?imported={imported}" if imported in QUEUE_FILTERS else "/ui/"
+
+
 @router.get("/", response_class=HTMLResponse)
-def queue(request: Request, svc: Svc, who: Reviewer) -> HTMLResponse:
-    pending = svc.review.list_candidates(who, "pending", None, PageRequest(limit=MAX_LIMIT)).candidates
-    return render(request, "queue.html", candidates=pending,
+def queue(request: Request, svc: Svc, who: Reviewer, imported: str = "") -> HTMLResponse:
+    page = svc.review.list_candidates(who, "pending", None, PageRequest(limit=MAX_LIMIT),
+                                      QUEUE_FILTERS.get(imported))
+    pending = page.candidates
+    return render(request, "queue.html", candidates=pending, imported=imported if imported in QUEUE_FILTERS else "",
+                  more=page.next_cursor is not None,
                   conflicts=[c for c in pending if c.proposal is not None and c.proposal.kind == "conflict"])
+
+
+def bulk_item(value: str) -> tuple[UUID, int | None] | None:
+    """A checkbox's value, `<candidate id>:<current version the queue showed, or empty>`, or None."""
+    cid, _, version = value.partition(":")
+    try:
+        return UUID(cid), int(version) if version.isdigit() else None
+    except ValueError:
+        return None
+
+
+@router.post("/candidates/bulk")
+def bulk(request: Request, svc: Svc, who: Reviewer, _: Csrf,
+         candidate: Annotated[list[str] | None, Form()] = None, decision: Annotated[str, Form()] = "",
+         reason: Annotated[str, Form()] = "", back_to: Annotated[str, Form()] = "") -> Response:
+    """Approve or reject the selected candidates with one note (reason): one service call, and so one review
+    and audit row, per candidate; the ones the service refuses are listed with why."""
+    here = queue_url(back_to)
+    chosen = list(dict.fromkeys(candidate or []))
+    if decision not in ("approve", "reject"):
+        return back(here, request, "Choose Approve selected or Reject selected.")
+    if not chosen:
+        return back(here, request, "Select at least one candidate.")
+    if len(chosen) > BULK_LIMIT:
+        return back(here, request, f"At most {BULK_LIMIT} candidates at a time.")
+    note = reason.strip()
+    if decision == "reject" and not note:
+        return back(here, request, "A reason is required to reject.")
+    done = 0
+    skipped: list[str] = []
+    for value in chosen:
+        item = bulk_item(value)
+        if item is None:
+            skipped.append(f"{value[:40]}: not a candidate id")
+            continue
+        cid, version = item
+        try:
+            if decision == "approve":
+                svc.review.approve(who, cid, note=note or None, edits=None, expected_version=version)
+            else:
+                svc.review.reject(who, cid, note)
+        except OpsloreError as exc:
+            skipped.append(f"{cid}: {exc.message}")
+            continue
+        done += 1
+    verb = "Approved" if decision == "approve" else "Rejected"
+    message = f"{verb} {done} of {len(chosen)}."
+    if skipped:
+        message += f" Skipped {len(skipped)} (decide them one by one): " + "; ".join(skipped[:10])
+        message += " …" if len(skipped) > 10 else ""
+    return back(here, request, message)
 
 
 @router.get("/candidates/{candidate_id}", response_class=HTMLResponse)
@@ -119,9 +191,12 @@ def candidate(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer) -> 
     proposal = cand.proposal
     if proposal is not None and proposal.family_id is not None:
         current = svc.memory.get_record(who, proposal.family_id).current
+    mark = (cand.episode or {}).get("imported") or {}
     return render(request, "candidate.html", c=cand, content=cand.content, episode=cand.episode,
                   proposal=proposal.model_dump() if proposal else {}, current=current,
-                  warnings=candidate_warnings(cand))
+                  warnings=candidate_warnings(cand),
+                  imported=cand.content.get("imported_from") or mark if cand.imported else None,
+                  document=mark.get("document"))
 
 
 def candidate_warnings(cand: CandidateView) -> list[str]:
@@ -133,16 +208,44 @@ def candidate_warnings(cand: CandidateView) -> list[str]:
         out.append("Contains steps that were taken (procedural knowledge): approve only what you would run again.")
     if cand.proposal is not None and cand.proposal.kind == "conflict":
         out.append("Contradicts the current version of an existing record: compare both sides before deciding.")
+    if cand.imported:
+        out.append("Imported from the team's postmortem: nothing here was observed by a tool; hints citing it "
+                   "warn imported_unverified until feedback or a live check confirms it.")
     return out
+
+
+def approval_edits(cand: CandidateView, summary: str, owner: str, valid_until: str, environment: str,
+                   cluster: str) -> ApprovalEdits | None:
+    """The approve API's edits from the form (raises ValidationError or ValueError on a bad value). The form
+    shows the summary escaped (printable): sent back unchanged, it is no edit; `valid_until` is a date, the
+    record valid until that day ends (UTC)."""
+    edited = summary.strip()
+    fields: dict[str, Any] = {}
+    if edited and edited not in (cand.summary, printable(cand.summary)):
+        fields["summary"] = edited
+    if owner.strip():
+        fields["owner"] = owner.strip()
+    if valid_until.strip():
+        fields["valid_until"] = datetime.combine(datetime.fromisoformat(valid_until.strip()).date(), time.max,
+                                                 tzinfo=UTC)
+    where = {k: v.strip() for k, v in (("environment", environment), ("cluster", cluster)) if v.strip()}
+    if where:
+        fields["applicability"] = Applicability(**where)
+    return ApprovalEdits(**fields) if fields else None
 
 
 @router.post("/candidates/{candidate_id}/approve")
 def approve(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer, _: Csrf,
             summary: Annotated[str, Form()] = "", note: Annotated[str, Form()] = "",
-            expected_version: Annotated[str, Form()] = "", resolution: Annotated[str, Form()] = "auto") -> Response:
+            expected_version: Annotated[str, Form()] = "", resolution: Annotated[str, Form()] = "auto",
+            owner: Annotated[str, Form()] = "", valid_until: Annotated[str, Form()] = "",
+            environment: Annotated[str, Form()] = "", cluster: Annotated[str, Form()] = "") -> Response:
     cand = svc.review.get_candidate(who, candidate_id)
-    edited = summary.strip()  # the form shows the summary escaped (printable): sent back unchanged, it is no edit
-    edits = ApprovalEdits(summary=edited) if edited and edited not in (cand.summary, printable(cand.summary)) else None
+    try:
+        edits = approval_edits(cand, summary, owner, valid_until, environment, cluster)
+    except (ValidationError, ValueError) as exc:
+        detail = exc.errors(include_url=False)[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        return back(f"/ui/candidates/{candidate_id}", request, f"Not approved: an edit is invalid ({detail}).")
     how: Resolution = "new_version" if resolution == "new_version" else "new_family" if resolution == "new_family" \
         else "auto"
     try:
