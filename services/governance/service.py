@@ -23,11 +23,12 @@ from uuid import UUID, uuid4
 from schemas.api import ExecuteResponse, PreviewResponse, ProposalView, Wrote
 from schemas.memory import CandidateState, FamilyState, ProposalState, VersionState
 from services.common.auth import Principal
-from services.common.db import Cursor, Database, Row
+from services.common.db import Cursor, Database
 from services.common.errors import Conflict, NotFound
 from services.common.settings import Settings
 from services.governance import store
 from services.governance.jobs import JOBS, Candidate, Family, Policy, propose
+from services.governance.store import StoredProposal
 from services.memory import records
 from services.memory.content import consolidate, from_draft
 from services.memory.service import MemoryService
@@ -37,8 +38,8 @@ LEASE_TTL = timedelta(seconds=60)
 TERMINAL = {"expire": FamilyState.EXPIRED, "retract": FamilyState.RETRACTED}
 
 
-def view(row: Row) -> ProposalView:
-    return ProposalView.model_validate(row)
+def view(row: StoredProposal) -> ProposalView:
+    return row.view()
 
 
 class GovernanceService:
@@ -75,10 +76,9 @@ class GovernanceService:
         current = {(f.family_id, f.version) for f in families}
         pending = {c.candidate_id for c in candidates}
         for row in store.open_proposals(cur, kinds, principal.project):
-            basis = {(UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]}
-            wanted = {UUID(c) for c in row["change"].get("candidates", [])}
-            if not basis <= current or not wanted <= pending:
-                store.decide(cur, row["proposal_id"], ProposalState.STALE, principal.actor,
+            wanted = {UUID(c) for c in row.change.get("candidates", [])}
+            if not set(row.based_on) <= current or not wanted <= pending:
+                store.decide(cur, row.proposal_id, ProposalState.STALE, principal.actor,
                          "its basis moved since the preview", None)
 
     # ------------------------------------------------------------------ reads
@@ -99,11 +99,10 @@ class GovernanceService:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self._proposal(cur, principal, proposal_id, lock=False)
-            basis = [(UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]]
-            versions = [records.get_version(cur, f, v) or {} for f, v in basis]
+            versions = [records.get_version(cur, f, v) for f, v in row.based_on]
         merged = None
-        if row["change"]["action"] == "consolidate" and all(versions):
-            contents = [records.content_of(v) for v in versions]
+        if row.change["action"] == "consolidate" and all(versions):
+            contents = [records.content_of(v) for v in versions if v is not None]
             merged = consolidate(contents[0], contents[1:], datetime.now(UTC)).model_dump(mode="json")
         return {"proposal": view(row), "versions": versions, "consolidated": merged}
 
@@ -113,33 +112,33 @@ class GovernanceService:
         now = now or datetime.now(UTC)
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self._proposal(cur, principal, proposal_id, lock=False)
-        if row["state"] == ProposalState.EXECUTED:
+        if row.state == ProposalState.EXECUTED:
             return self._done(row, already=True)
-        if row["state"] != ProposalState.PROPOSED:
-            raise Conflict(f"this proposal is {row['state']}; run a new preview")
+        if row.state != ProposalState.PROPOSED:
+            raise Conflict(f"this proposal is {row.state}; run a new preview")
         with self._leases(principal, row, now), self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self._proposal(cur, principal, proposal_id, lock=True)
-            if row["state"] == ProposalState.EXECUTED:
+            if row.state == ProposalState.EXECUTED:
                 return self._done(row, already=True)
-            if row["state"] != ProposalState.PROPOSED:
-                raise Conflict(f"this proposal is {row['state']}; run a new preview")
+            if row.state != ProposalState.PROPOSED:
+                raise Conflict(f"this proposal is {row.state}; run a new preview")
             self._check_basis(cur, row)
             wrote = self._apply(cur, principal, row, now)
             result = {"wrote": [w.model_dump(mode="json") for w in wrote]}
             store.decide(cur, proposal_id, ProposalState.EXECUTED, principal.actor, None, result)
-        return ExecuteResponse(proposal_id=proposal_id, kind=row["kind"], state=ProposalState.EXECUTED, wrote=wrote)
+        return ExecuteResponse(proposal_id=proposal_id, kind=row.kind, state=ProposalState.EXECUTED, wrote=wrote)
 
     @contextmanager
-    def _leases(self, principal: Principal, row: Row, now: datetime) -> Iterator[None]:
-        families: list[UUID] = list(row["family_ids"])
+    def _leases(self, principal: Principal, row: StoredProposal, now: datetime) -> Iterator[None]:
+        families: list[UUID] = list(row.family_ids)
         holder = f"{principal.actor}/{uuid4()}"
         if families:
             with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-                held = store.acquire_leases(cur, principal.scoped_tenant, families, holder, row["proposal_id"], now,
-                                        LEASE_TTL)
+                held = store.acquire_leases(cur, principal.scoped_tenant, families, holder, row.proposal_id, now,
+                                            LEASE_TTL)
                 if held is not None:
-                    raise Conflict(f"another worker ({held['holder']}) holds the lease on family {held['family_id']} "
-                                   f"until {held['expires_at']:%H:%M:%S}; retry later")
+                    raise Conflict(f"another worker ({held.holder}) holds the lease on family {held.family_id} "
+                                   f"until {held.expires_at:%H:%M:%S}; retry later")
         try:
             yield
         finally:
@@ -148,8 +147,8 @@ class GovernanceService:
                     store.release_leases(cur, families, holder, datetime.now(UTC))
 
     @staticmethod
-    def _check_basis(cur: Cursor, row: Row) -> None:
-        basis = {UUID(b["family_id"]): int(b["version"]) for b in row["based_on"]}
+    def _check_basis(cur: Cursor, row: StoredProposal) -> None:
+        basis = dict(row.based_on)
         current = store.current_versions(cur, list(basis))
         for family_id, version in basis.items():
             now_version, state = current.get(family_id, (0, "missing"))
@@ -157,18 +156,16 @@ class GovernanceService:
                 raise Conflict(f"family {family_id} moved since the preview: it was version {version} (active), "
                                f"it is version {now_version} ({state}); run a new preview")
 
-    def _apply(self, cur: Cursor, principal: Principal, row: Row, now: datetime) -> list[Wrote]:
-        action = row["change"]["action"]
-        reason = f"governance {row['kind']}: {row['reason']} (proposal {row['proposal_id']})"
+    def _apply(self, cur: Cursor, principal: Principal, row: StoredProposal, now: datetime) -> list[Wrote]:
+        action = row.change["action"]
+        reason = f"governance {row.kind}: {row.reason} (proposal {row.proposal_id})"
         if action in TERMINAL:
-            return [self._terminal(cur, principal, UUID(b["family_id"]), int(b["version"]), TERMINAL[action], reason)
-                    for b in row["based_on"]]
+            return [self._terminal(cur, principal, f, v, TERMINAL[action], reason) for f, v in row.based_on]
         if action == "reverify":
-            b = row["based_on"][0]
-            records.audit(cur, tenant=principal.scoped_tenant, family_id=UUID(b["family_id"]),
-                          version=int(b["version"]), action="reverify_requested", actor=principal.actor, reason=reason,
-                          before=None, after=None)
-            return [Wrote(family_id=UUID(b["family_id"]), version=int(b["version"]), state=FamilyState.ACTIVE)]
+            family_id, version = row.based_on[0]
+            records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
+                          action="reverify_requested", actor=principal.actor, reason=reason, before=None, after=None)
+            return [Wrote(family_id=family_id, version=version, state=FamilyState.ACTIVE)]
         if action == "consolidate":
             return self._consolidate(cur, principal, row, reason, now)
         if action == "promote":
@@ -186,10 +183,11 @@ class GovernanceService:
                 after={"state": state.value, "version": version})
         return Wrote(family_id=family_id, version=version, state=state)
 
-    def _consolidate(self, cur: Cursor, principal: Principal, row: Row, reason: str, now: datetime) -> list[Wrote]:
-        basis = [(UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]]
+    def _consolidate(self, cur: Cursor, principal: Principal, row: StoredProposal, reason: str,
+                     now: datetime) -> list[Wrote]:
+        basis = list(row.based_on)
         (keeper, keeper_version), others = basis[0], basis[1:]
-        contents = [records.content_of(records.get_version(cur, f, v) or {}) for f, v in basis]
+        contents = [records.content_of(records.require_version(cur, f, v)) for f, v in basis]
         merged = consolidate(contents[0], contents[1:], now)
         fam = records.lock_family(cur, keeper)
         assert fam is not None
@@ -208,10 +206,11 @@ class GovernanceService:
             wrote.append(Wrote(family_id=family_id, version=version, state=FamilyState.CONSOLIDATED))
         return wrote
 
-    def _promote(self, cur: Cursor, principal: Principal, row: Row, reason: str, now: datetime) -> list[Wrote]:
-        rows = [self.review.candidate(cur, principal, UUID(c), lock=True) for c in row["change"]["candidates"]]
+    def _promote(self, cur: Cursor, principal: Principal, row: StoredProposal, reason: str,
+                 now: datetime) -> list[Wrote]:
+        rows = [self.review.candidate(cur, principal, UUID(c), lock=True) for c in row.change["candidates"]]
         contents = [from_draft(r.draft, None, now) for r in rows]
-        merged = consolidate(contents[0], contents[1:], now, confidence=float(row["change"]["confidence"]))
+        merged = consolidate(contents[0], contents[1:], now, confidence=float(row.change["confidence"]))
         if merged.owner is None:
             merged = merged.model_copy(update={"owner": f"project:{rows[0].project}"})
         family_id, version = self.review.new_family(cur, principal, rows[0], merged, reason)
@@ -224,8 +223,8 @@ class GovernanceService:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self._proposal(cur, principal, proposal_id, lock=True)
-            if row["state"] != ProposalState.PROPOSED:
-                raise Conflict(f"this proposal is already {row['state']}")
+            if row.state != ProposalState.PROPOSED:
+                raise Conflict(f"this proposal is already {row.state}")
             store.decide(cur, proposal_id, ProposalState.DISMISSED, principal.actor, reason, None)
             return view(self._proposal(cur, principal, proposal_id, lock=False))
 
@@ -236,30 +235,30 @@ class GovernanceService:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             row = self._proposal(cur, principal, proposal_id, lock=True)
-            if row["state"] != ProposalState.EXECUTED:
-                raise Conflict(f"only an executed proposal can be reverted; this one is {row['state']}")
-            wrote = [Wrote.model_validate(w) for w in row["result"]["wrote"]]
+            if row.state != ProposalState.EXECUTED:
+                raise Conflict(f"only an executed proposal can be reverted; this one is {row.state}")
+            wrote = [Wrote.model_validate(w) for w in (row.result or {})["wrote"]]
             note = f"revert of governance proposal {proposal_id}: {reason}"
             restored = self._revert(cur, principal, row, wrote, note)
             store.decide(cur, proposal_id, ProposalState.REVERTED, principal.actor, reason, None)
-        return ExecuteResponse(proposal_id=proposal_id, kind=row["kind"], state=ProposalState.REVERTED, wrote=restored)
+        return ExecuteResponse(proposal_id=proposal_id, kind=row.kind, state=ProposalState.REVERTED, wrote=restored)
 
-    def _revert(self, cur: Cursor, principal: Principal, row: Row, wrote: list[Wrote], note: str) -> list[Wrote]:
+    def _revert(self, cur: Cursor, principal: Principal, row: StoredProposal, wrote: list[Wrote],
+                note: str) -> list[Wrote]:
         current = store.current_versions(cur, [w.family_id for w in wrote])
         for w in wrote:
             if current.get(w.family_id, (0, ""))[0] != w.version or current[w.family_id][1] != w.state:
                 raise Conflict(f"family {w.family_id} changed after the execution; revert it by hand")
-        action = row["change"]["action"]
+        action = row.change["action"]
         if action == "promote":
             return [self._terminal(cur, principal, w.family_id, w.version, FamilyState.RETRACTED, note) for w in wrote]
         out = []
-        for b in row["based_on"]:
-            family_id, version = UUID(b["family_id"]), int(b["version"])
+        for family_id, version in row.based_on:
             done = next(w for w in wrote if w.family_id == family_id)
             if done.version != version:  # the keeper got a new version: append the old content again
                 fam = records.lock_family(cur, family_id)
                 assert fam is not None
-                target = records.content_of(records.get_version(cur, family_id, version) or {})
+                target = records.content_of(records.require_version(cur, family_id, version))
                 new = self.memory.append_version(cur, principal, fam, target, done.version, action="rollback",
                                                  reason=note, rolled_back_to=version)
                 out.append(Wrote(family_id=family_id, version=new, state=FamilyState.ACTIVE))
@@ -279,14 +278,14 @@ class GovernanceService:
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
-    def _done(row: Row, *, already: bool) -> ExecuteResponse:
-        wrote = [Wrote.model_validate(w) for w in (row["result"] or {}).get("wrote", [])]
-        return ExecuteResponse(proposal_id=row["proposal_id"], kind=row["kind"], state=ProposalState.EXECUTED,
+    def _done(row: StoredProposal, *, already: bool) -> ExecuteResponse:
+        wrote = [Wrote.model_validate(w) for w in (row.result or {}).get("wrote", [])]
+        return ExecuteResponse(proposal_id=row.proposal_id, kind=row.kind, state=ProposalState.EXECUTED,
                                wrote=wrote, already_executed=already)
 
     @staticmethod
-    def _proposal(cur: Cursor, principal: Principal, proposal_id: UUID, *, lock: bool) -> dict[str, Any]:
+    def _proposal(cur: Cursor, principal: Principal, proposal_id: UUID, *, lock: bool) -> StoredProposal:
         row = store.get_proposal(cur, proposal_id, lock=lock)
-        if row is None or (principal.project and row["project"] != principal.project):
+        if row is None or (principal.project and row.project != principal.project):
             raise NotFound("no such governance proposal", field="proposal_id")
         return row

@@ -5,16 +5,67 @@ Functions take a cursor of a transaction their caller owns (`GovernanceService`)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
 from psycopg.types.json import Jsonb
 
+from schemas.api import BasedOn, ProposalView
 from schemas.memory import ProposalState
 from services.common.db import Cursor, Row
 from services.common.errors import Conflict
 from services.governance.jobs import Candidate, Family, Proposal
+
+
+@dataclass(frozen=True)
+class StoredProposal:
+    """A governance proposal as stored: what a preview found, the versions it was based on, and its decision."""
+
+    proposal_id: UUID
+    run_id: UUID
+    project: str
+    kind: str
+    fingerprint: str
+    family_ids: tuple[UUID, ...]
+    reason: str
+    change: Mapping[str, Any]
+    based_on: tuple[tuple[UUID, int], ...]  # (family, version) as the preview read them
+    state: ProposalState
+    created_at: datetime
+    decided_at: datetime | None
+    decided_by: str | None
+    decision_note: str | None
+    result: Mapping[str, Any] | None  # what execute wrote, kept for a second execute
+
+    @classmethod
+    def of(cls, row: Row) -> StoredProposal:
+        return cls(proposal_id=row["proposal_id"], run_id=row["run_id"], project=row["project"], kind=row["kind"],
+                   fingerprint=row["fingerprint"], family_ids=tuple(row["family_ids"]), reason=row["reason"],
+                   change=row["change"],
+                   based_on=tuple((UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]),
+                   state=ProposalState(row["state"]), created_at=row["created_at"], decided_at=row["decided_at"],
+                   decided_by=row["decided_by"], decision_note=row["decision_note"], result=row["result"])
+
+    def view(self) -> ProposalView:
+        return ProposalView.model_validate({
+            "proposal_id": self.proposal_id, "run_id": self.run_id, "kind": self.kind, "project": self.project,
+            "family_ids": list(self.family_ids), "reason": self.reason, "change": dict(self.change),
+            "based_on": [BasedOn(family_id=f, version=v) for f, v in self.based_on], "state": self.state,
+            "created_at": self.created_at, "decided_at": self.decided_at, "decided_by": self.decided_by,
+            "decision_note": self.decision_note, "result": dict(self.result) if self.result is not None else None})
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who holds a family for the execution of a proposal, and until when."""
+
+    family_id: UUID
+    holder: str
+    proposal_id: UUID
+    expires_at: datetime
 
 FACTS_SQL = """
 SELECT f.family_id, f.current_version AS version, f.project, f.created_at, v.summary, v.root_cause,
@@ -65,7 +116,7 @@ def insert_run(cur: Cursor, tenant: str, project: str | None, jobs: list[str], a
     return run_id
 
 
-def insert_proposal(cur: Cursor, tenant: str, run_id: UUID, p: Proposal) -> Row:
+def insert_proposal(cur: Cursor, tenant: str, run_id: UUID, p: Proposal) -> StoredProposal:
     """The open proposal for this finding: the new row, or the one an earlier preview already wrote.
 
     Under READ COMMITTED the open row that made the INSERT do nothing can leave `proposed` (another
@@ -83,31 +134,32 @@ def insert_proposal(cur: Cursor, tenant: str, run_id: UUID, p: Proposal) -> Row:
                         (p.fingerprint,))
             row = cur.fetchone()
         if row is not None:
-            return row
+            return StoredProposal.of(row)
     raise Conflict("the open proposals for this finding kept changing under the preview; run it again")
 
 
-def open_proposals(cur: Cursor, kinds: list[str], project: str | None) -> list[Row]:
+def open_proposals(cur: Cursor, kinds: list[str], project: str | None) -> list[StoredProposal]:
     cur.execute("""SELECT * FROM governance_proposals WHERE state = 'proposed' AND kind = ANY(%s)
                      AND (%s::text IS NULL OR project = %s::text) ORDER BY created_at""",
                 (kinds, project, project))
-    return cur.fetchall()
+    return [StoredProposal.of(r) for r in cur.fetchall()]
 
 
 def list_proposals(cur: Cursor, state: str | None, kind: str | None, project: str | None,
-                   limit: int) -> list[Row]:
+                   limit: int) -> list[StoredProposal]:
     cur.execute("""SELECT * FROM governance_proposals
                     WHERE (%(s)s::text IS NULL OR state = %(s)s::text) AND (%(k)s::text IS NULL OR kind = %(k)s::text)
                       AND (%(p)s::text IS NULL OR project = %(p)s::text)
                     ORDER BY created_at DESC, proposal_id LIMIT %(n)s""",
                 {"s": state, "k": kind, "p": project, "n": limit})
-    return cur.fetchall()
+    return [StoredProposal.of(r) for r in cur.fetchall()]
 
 
-def get_proposal(cur: Cursor, proposal_id: UUID, *, lock: bool) -> Row | None:
+def get_proposal(cur: Cursor, proposal_id: UUID, *, lock: bool) -> StoredProposal | None:
     cur.execute("SELECT * FROM governance_proposals WHERE proposal_id = %s" + (" FOR UPDATE" if lock else ""),
                 (proposal_id,))
-    return cur.fetchone()
+    row = cur.fetchone()
+    return StoredProposal.of(row) if row else None
 
 
 def decide(cur: Cursor, proposal_id: UUID, state: ProposalState, actor: str, note: str | None,
@@ -125,7 +177,7 @@ def current_versions(cur: Cursor, family_ids: list[UUID]) -> dict[UUID, tuple[in
 
 
 def acquire_leases(cur: Cursor, tenant: str, family_ids: list[UUID], holder: str, proposal_id: UUID,
-                   now: datetime, ttl: timedelta) -> Row | None:
+                   now: datetime, ttl: timedelta) -> Lease | None:
     """Take every lease or none: returns the conflicting lease (its holder and expiry) when another holder
     has one of the families; the caller rolls the transaction back then."""
     for family_id in sorted(family_ids):
@@ -138,8 +190,10 @@ def acquire_leases(cur: Cursor, tenant: str, family_ids: list[UUID], holder: str
                RETURNING family_id""",
             {"t": tenant, "f": family_id, "h": holder, "p": proposal_id, "e": now + ttl, "now": now})
         if cur.fetchone() is None:
-            cur.execute("SELECT * FROM governance_leases WHERE family_id = %s", (family_id,))
-            return cur.fetchone()
+            cur.execute("SELECT family_id, holder, proposal_id, expires_at FROM governance_leases"
+                        " WHERE family_id = %s", (family_id,))
+            held = cur.fetchone()
+            return Lease(**held) if held else None
     return None
 
 

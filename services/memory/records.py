@@ -22,6 +22,7 @@ from schemas.ledger import canonical_json
 from schemas.memory import FamilyState, VersionContent, VersionState
 from schemas.views import AuditEntry, Edge, Usage, VersionView
 from services.common.db import Cursor, Row
+from services.common.errors import NotFound
 from services.common.paging import PageRequest, keyset_query, page
 
 JSON_COLUMNS = {"evidence", "verify_with", "trust_mix"}
@@ -115,7 +116,9 @@ def current_versions_page(cur: Cursor, *, project: str | None, incident_id: str 
 
 
 def current_versions(cur: Cursor) -> list[Row]:
-    """Every family's current version in the transaction's tenant (for rebuilding derived indexes)."""
+    """Every family's current version in the transaction's tenant (for rebuilding derived indexes), as rows with
+    `family_state`. The one read here that still returns rows: the briefing's semantic reindex and calibrator
+    read them by column."""
     cur.execute(CURRENT_VERSIONS + " ORDER BY f.family_id")
     return cur.fetchall()
 
@@ -165,20 +168,29 @@ def set_version_state(cur: Cursor, family_id: UUID, version: int, state: Version
     )
 
 
-def get_version(cur: Cursor, family_id: UUID, version: int) -> Row | None:
+def get_version(cur: Cursor, family_id: UUID, version: int) -> VersionView | None:
     cur.execute("SELECT * FROM memory_versions WHERE family_id = %s AND version = %s", (family_id, version))
-    return cur.fetchone()
+    row = cur.fetchone()
+    return VersionView.model_validate(row) if row else None
 
 
-def list_versions(cur: Cursor, family_id: UUID) -> list[Row]:
+def require_version(cur: Cursor, family_id: UUID, version: int) -> VersionView:
+    """The version, which the caller knows exists (it read its family's pointer or a proposal's basis)."""
+    found = get_version(cur, family_id, version)
+    if found is None:
+        raise NotFound(f"version {version} of family {family_id} does not exist", field="version")
+    return found
+
+
+def list_versions(cur: Cursor, family_id: UUID) -> list[VersionView]:
     cur.execute("SELECT * FROM memory_versions WHERE family_id = %s ORDER BY version", (family_id,))
-    return cur.fetchall()
+    return [VersionView.model_validate(r) for r in cur.fetchall()]
 
 
-def all_versions(cur: Cursor) -> list[Row]:
+def all_versions(cur: Cursor) -> list[VersionView]:
     """Every version of the transaction's tenant (for rebuilding derived indexes)."""
     cur.execute("SELECT * FROM memory_versions ORDER BY family_id, version")
-    return cur.fetchall()
+    return [VersionView.model_validate(r) for r in cur.fetchall()]
 
 
 def max_version(cur: Cursor, family_id: UUID) -> int:
@@ -187,9 +199,12 @@ def max_version(cur: Cursor, family_id: UUID) -> int:
     return int(row["v"]) if row else 0
 
 
-def content_of(row: Row) -> VersionContent:
+def content_of(version: VersionView | Row) -> VersionContent:
+    """A stored version's content alone (what its hash covers and what a new version copies)."""
     fields = VersionContent.model_fields
-    return VersionContent.model_validate({k: row[k] for k in fields})
+    if isinstance(version, VersionView):
+        return VersionContent.model_validate({k: getattr(version, k) for k in fields})
+    return VersionContent.model_validate({k: version[k] for k in fields})
 
 
 def audit(

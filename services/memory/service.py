@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from schemas.memory import TERMINAL_FAMILY_STATES, FamilyState, VersionContent, VersionState
-from schemas.views import FamilyChange, Lineage, RecordDetail, RecordPage, VersionView
+from schemas.views import FamilyChange, Lineage, RecordDetail, RecordPage
 from services.common.auth import Principal
 from services.common.db import Cursor, Database
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -48,7 +48,7 @@ class MemoryService:
         principal.require("agent")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             fam = self._family(cur, principal, family_id, lock=False)
-            versions = [VersionView.model_validate(v) for v in records.list_versions(cur, family_id)]
+            versions = records.list_versions(cur, family_id)
             audit = records.list_audit(cur, family_id)
             usage = records.usage(cur, family_id)
         current = next(v for v in versions if v.version == fam.current_version)
@@ -69,7 +69,7 @@ class MemoryService:
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             self._family(cur, principal, family_id, lock=False)
             versions = records.list_versions(cur, family_id)
-            edges = records.edges_from(cur, [("version", f"{family_id}:{v['version']}") for v in versions])
+            edges = records.edges_from(cur, [("version", f"{family_id}:{v.version}") for v in versions])
             edges += records.edges_from(cur, [("episode", e.dst_id) for e in edges if e.dst_kind == "episode"])
             edges += records.edges_into_family(cur, family_id)
         return Lineage(family_id=family_id, edges=edges)
@@ -103,7 +103,7 @@ class MemoryService:
             fam = self._family(cur, principal, family_id, lock=True)
             if fam.state != FamilyState.ACTIVE:
                 raise Conflict(f"family is {fam.state}; roll back to a version to revive it")
-            current = records.content_of(records.get_version(cur, family_id, fam.current_version) or {})
+            current = records.content_of(records.require_version(cur, family_id, fam.current_version))
             try:
                 new = cap_authority(superseding(current, changes, datetime.now(UTC)))
             except ValueError as exc:
@@ -169,7 +169,7 @@ def reindex_lexical(db: Database, tenant: str) -> dict[str, Any]:
     (after either changed), in one transaction: briefings see the old index until it commits."""
     with db.tenant_transaction(tenant) as cur:
         lexical.clear(cur)
-        docs = [lexical.document(r["family_id"], r["version"], records.content_of(r))
-                for r in records.all_versions(cur)]
+        docs = [lexical.document(v.family_id, v.version, records.content_of(v))
+                for v in records.all_versions(cur)]
         lexical.write(cur, tenant, docs)
     return {"tenant": tenant, "analyzer": lexical.ANALYZER, "versions_indexed": len(docs)}

@@ -123,7 +123,7 @@ class ReviewService:
             if match is not None:
                 fam = records.lock_family(cur, match.family_id)
                 assert fam is not None
-                current = records.content_of(records.get_version(cur, fam.family_id, fam.current_version) or {})
+                current = records.content_of(records.require_version(cur, fam.family_id, fam.current_version))
                 family_id, version = fam.family_id, self.memory.append_version(
                     cur, principal, fam, merge_into(current, content), expected_version,
                     action="approve_version", reason=note, candidate_id=candidate_id)

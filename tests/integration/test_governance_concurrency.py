@@ -22,7 +22,7 @@ import pytest
 
 from services.common.db import Cursor
 from services.common.errors import Conflict
-from services.governance import store as S
+from services.governance import store
 from services.governance.jobs import Proposal
 from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
 
@@ -161,26 +161,25 @@ def test_a_preview_whose_open_proposal_moves_between_insert_and_read_writes_a_ne
         first = svc.governance.preview(who, ["duplicate"]).proposals
         assert len(first) == 1
         with svc.db.tenant_transaction(tenant) as cur:
-            row = S.get_proposal(cur, first[0].proposal_id, lock=False)
+            row = store.get_proposal(cur, first[0].proposal_id, lock=False)
         assert row is not None
-        finding = Proposal(kind=row["kind"], project=row["project"], family_ids=tuple(row["family_ids"]),
-                           reason=row["reason"], change=row["change"],
-                           based_on=tuple((uuid.UUID(b["family_id"]), int(b["version"])) for b in row["based_on"]))
-        assert finding.fingerprint == row["fingerprint"]
+        finding = Proposal(kind=row.kind, project=row.project, family_ids=row.family_ids, reason=row.reason,
+                           change=dict(row.change), based_on=row.based_on)
+        assert finding.fingerprint == row.fingerprint
 
         def stale_it_elsewhere() -> None:
             with psycopg.connect(db_url, autocommit=True) as other:
                 other.execute("SELECT set_config('opslore.tenant', %s, false)", (tenant,))
                 moved = other.execute("UPDATE governance_proposals SET state = 'stale' WHERE proposal_id = %s",
-                                      (row["proposal_id"],))
+                                      (row.proposal_id,))
                 assert moved.rowcount == 1
 
         with svc.db.tenant_transaction(tenant) as cur:
-            run_id = S.insert_run(cur, tenant, None, ["duplicate"], "test")
+            run_id = store.insert_run(cur, tenant, None, ["duplicate"], "test")
             spy = _MovesAfterInsert(cur, stale_it_elsewhere)
-            written = S.insert_proposal(cast(Cursor, spy), tenant, run_id, finding)
+            written = store.insert_proposal(cast(Cursor, spy), tenant, run_id, finding)
         assert spy.moved  # the interleaving happened
-        assert written["proposal_id"] != row["proposal_id"] and written["state"] == "proposed"
+        assert written.proposal_id != row.proposal_id and written.state == "proposed"
         with svc.db.tenant_transaction(tenant) as cur:
             cur.execute("SELECT state, count(*) AS n FROM governance_proposals GROUP BY 1 ORDER BY 1")
             assert {r["state"]: r["n"] for r in cur.fetchall()} == {"proposed": 1, "stale": 1}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -18,8 +17,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from schemas.api import BriefingRequest
+from schemas.views import VersionView
 from services.common.errors import Conflict, InvalidInput
-from services.memory import records as R
+from services.memory import records
 from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
 
 pytestmark = pytest.mark.integration
@@ -39,13 +39,13 @@ class FamilyMachine(RuleBasedStateMachine):
         self.state: dict[str, str] = {}
 
     # ------------------------------------------------------------------ helpers
-    def _versions(self, family: str) -> list[dict[str, Any]]:
+    def _versions(self, family: str) -> list[VersionView]:
         with self.svc.db.tenant_transaction(self.tenant) as cur:
-            return R.list_versions(cur, uuid.UUID(family))
+            return records.list_versions(cur, uuid.UUID(family))
 
     def _remember(self, family: str) -> None:
         for v in self._versions(family):
-            self.hashes.setdefault((family, v["version"]), v["content_hash"])
+            self.hashes.setdefault((family, v.version), v.content_hash)
         self.transitions[family] = self.transitions.get(family, 0) + 1
 
     def _family(self, data: st.DataObject) -> str:
@@ -94,18 +94,18 @@ class FamilyMachine(RuleBasedStateMachine):
     def rollback(self, data: st.DataObject) -> None:
         family = self._family(data)
         versions = self._versions(family)
-        target = data.draw(st.sampled_from([v["version"] for v in versions]))
+        target = data.draw(st.sampled_from([v.version for v in versions]))
         try:
             out = self.svc.memory.rollback(self.who, uuid.UUID(family), target, "prop")
         except Conflict:
-            current = max(v["version"] for v in versions)
+            current = max(v.version for v in versions)
             assert target == current and self.state[family] == "active"
             return
         self.state[family] = "active"
         self._remember(family)
-        new = {v["version"]: v for v in self._versions(family)}
-        assert new[out.version]["content_hash"] == new[target]["content_hash"]
-        assert R.content_of(new[out.version]) == R.content_of(new[target])
+        new = {v.version: v for v in self._versions(family)}
+        assert new[out.version].content_hash == new[target].content_hash
+        assert records.content_of(new[out.version]) == records.content_of(new[target])
 
     # ------------------------------------------------------------------ invariants
     @invariant()
@@ -118,9 +118,9 @@ class FamilyMachine(RuleBasedStateMachine):
             assert [v["version"] for v in versions] == list(range(1, len(versions) + 1))
             active = [v["version"] for v in versions if v["state"] == "active"]
             assert active == ([current] if expected_state == "active" else [])
-            for row in self._versions(family):  # raw rows: recompute each hash from the stored content
-                assert self.hashes[(family, row["version"])] == row["content_hash"]
-                assert R.content_hash(R.content_of(row)) == row["content_hash"]
+            for stored in self._versions(family):  # recompute each hash from the stored content
+                assert self.hashes[(family, stored.version)] == stored.content_hash
+                assert records.content_hash(records.content_of(stored)) == stored.content_hash
             assert len(record["audit"]) == self.transitions[family]
 
     @invariant()
