@@ -14,6 +14,7 @@ selects sections (a partial run is written as latest-<scale>-partial.json).
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 import platform
@@ -21,8 +22,10 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,9 +37,14 @@ from prometheus_client import REGISTRY
 from psycopg.types.json import Jsonb
 
 from bench.generate import ARCHETYPES, Picker, ledger, record_content, record_document
+from bench.semantic import VectorPool, api_server, concurrent, recall_bench, reindex_bench, sequential, write_vectors
 from schemas.api import BriefingRequest
 from schemas.memory import VersionContent
-from services.briefing.service import BriefingService
+from services.briefing.embedding import Embedder
+from services.briefing.semantic import SemanticIndex, make_embedder
+from services.briefing.service import BriefingService, semantic_query_text
+from services.briefing.vectors import HNSW_FROM
+from services.cli.client import OpsloreClient
 from services.common.auth import Principal
 from services.common.db import Database
 from services.common.kafka import LEDGER_TOPIC_CONFIG, producer_factory
@@ -56,6 +64,10 @@ REBUILD_EVENTS = int(os.environ.get("BENCH_REBUILD_EVENTS", 50_000 if SMALL else
 RECORD_SIZES = [int(n) for n in os.environ["BENCH_RECORD_SIZES"].split(",")] if os.environ.get("BENCH_RECORD_SIZES") \
     else [10_000, 50_000] if SMALL else [10_000, 100_000, 1_000_000]
 QUERIED_TENANT_MAX = 100_000
+BRIEFING_QUESTIONS = int(os.environ.get("BENCH_BRIEFING_QUESTIONS", "300"))
+HTTP_QUESTIONS = int(os.environ.get("BENCH_HTTP_QUESTIONS", "150"))
+PROBE_CLIENTS = 8
+PROBE_SECONDS = float(os.environ.get("BENCH_PROBE_SECONDS", "20"))
 REBUILD_PROCESSES = int(os.environ.get("BENCH_REBUILD_PROCESSES", "2"))
 OUT = Path(__file__).parent / "results"
 
@@ -298,7 +310,11 @@ def rebuild_bench(settings: Settings) -> dict[str, Any]:
 VERSION_COLUMNS = list(VersionContent.model_fields)
 
 
-def load_records(db_url: str, tenant: str, start: int, count: int, seed: int) -> None:
+def load_records(db_url: str, tenant: str, start: int, count: int, seed: int,
+                 pool: VectorPool | None = None) -> None:
+    """`count` active record versions of `tenant` (from record `start`): memory_versions, their lexical
+    documents through the production index writer and, with a vector pool (embedding on), their vectors in
+    version_vectors under the pool's model key."""
     pick = Picker(seed + start)
     cols = ["tenant", "family_id", "version", "project", *VERSION_COLUMNS, "content_hash", "created_by", "state"]
     sql = f"INSERT INTO memory_versions ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})"
@@ -306,10 +322,12 @@ def load_records(db_url: str, tenant: str, start: int, count: int, seed: int) ->
         conn.execute("SELECT set_config('opslore.tenant', %s, false)", (tenant,))
         with conn.cursor() as cur:
             for chunk in range(start, start + count, 5000):
-                fams, rows, docs = [], [], []
+                fams, rows, docs, picks, keys = [], [], [], [], []
                 for i in range(chunk, min(chunk + 5000, start + count)):
                     content, archetype = record_content(i, pick)
                     fid = uuid.uuid5(uuid.NAMESPACE_OID, f"{tenant}/{i}")
+                    picks.append((i, archetype))
+                    keys.append((fid, 1))
                     data = content.model_dump(mode="python")
                     for col in ("evidence", "verify_with", "trust_mix"):
                         data[col] = Jsonb(content.model_dump(mode="json")[col])
@@ -321,16 +339,22 @@ def load_records(db_url: str, tenant: str, start: int, count: int, seed: int) ->
                                 " current_version) VALUES (%s, %s, %s, %s, %s, %s)", fams)
                 cur.executemany(sql, rows)
                 lexical.write(cur, tenant, docs)  # the production index writer
+                if pool is not None:
+                    seed_of = int.from_bytes(hashlib.blake2b(f"{tenant}/{chunk}".encode(), digest_size=4).digest())
+                    write_vectors(cur, tenant, pool.model, keys, pool.for_records(picks, seed_of))
                 conn.commit()
 
 
-def queries(n: int) -> list[BriefingRequest]:
-    pick = Picker(99)
+def queries(n: int, offset: int = 0) -> list[BriefingRequest]:
+    """`n` questions, each with its own text (the archetype's ask, the service, a page number and a time), so
+    that the embedding's LRU of question texts never answers a measured question."""
+    pick = Picker(99 + offset)
     out = []
-    for i in range(n):
+    for i in range(offset, offset + n):
         a = pick.archetype()
-        out.append(BriefingRequest(alert={"name": a["alert"]}, services=[f"{a['service']}-{i % 200}"],
-                                   signals=a["signals"], text=a["ask"]))
+        service = f"{a['service']}-{i % 200}"
+        out.append(BriefingRequest(alert={"name": a["alert"]}, services=[service], signals=a["signals"],
+                                   text=f"{a['ask']} ({service}, page #{i} since {i // 60 % 24:02d}:{i % 60:02d})"))
     return out
 
 
@@ -343,9 +367,155 @@ def hit_ratios(service: BriefingService, before: dict[str, tuple[int, int]]) -> 
     return out
 
 
-def briefing_bench(settings: Settings) -> dict[str, Any]:
+def lexical_figures(service: BriefingService, cold: BriefingService, who: Principal,
+                    qs: list[BriefingRequest]) -> dict[str, Any]:
+    """The briefing without the embedding branch (OPSLORE_EMBEDDING=off), with and without the version cache."""
+    for q in qs[:20]:
+        service.brief(who, q)  # warm-up
+    before = {k: (c.hits, c.misses) for k, c in service.cache.counts().items()}
+    samples, cold_samples, tokens, hints = [], [], [], []
+    for q in qs:  # interleaved: the same question with the version cache, then without it
+        t0 = time.perf_counter()
+        answer = service.brief(who, q)
+        samples.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        cold.brief(who, q)
+        cold_samples.append((time.perf_counter() - t0) * 1000)
+        tokens.append(answer.token_estimate)
+        hints.append(len(answer.hints))
+    return {"latency_ms": percentiles(samples), "latency_without_version_cache_ms": percentiles(cold_samples),
+            "version_cache_hit_ratio": hit_ratios(service, before),
+            "tokens_rendered": {"mean": round(statistics.fmean(tokens), 1), "max": max(tokens)},
+            "hints_mean": round(statistics.fmean(hints), 2)}
+
+
+def index_read_seconds(db: Database, tenant: str, model: str) -> tuple[int, float]:
+    """How long reading a tenant's version_vectors rows takes, as VectorIndexes reads them at a cold start
+    (through psycopg: one Python list per vector): the rest of the first briefing's extra time is the HNSW
+    graph's construction."""
+    with db.tenant_transaction(tenant) as cur:
+        t0 = time.perf_counter()
+        cur.execute("SELECT seq, family_id, version, vector FROM version_vectors WHERE model = %s ORDER BY seq",
+                    (model,))
+        rows = [(int(r["seq"]), r["family_id"], int(r["version"]), r["vector"]) for r in cur.fetchall()]
+        return len(rows), time.perf_counter() - t0
+
+
+def embed_concurrently(embedder: Embedder, texts: list[str], threads: int) -> dict[str, Any]:
+    """embed_query alone from `threads` threads at once (the API's 8-client shape, in one process): wall
+    latency and CPU per embedding."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    chunks = [texts[i::threads] for i in range(threads)]
+
+    def worker(mine: list[str]) -> None:
+        for text in mine:
+            t0 = time.perf_counter()
+            embedder.embed_query(text)
+            with lock:
+                latencies.append((time.perf_counter() - t0) * 1000)
+
+    cpu, began = time.process_time(), time.perf_counter()
+    pool = [threading.Thread(target=worker, args=(c,)) for c in chunks]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - began
+    return {"threads": threads, "ms": percentiles(latencies), "cpu_ms_per_embedding": round(cpu / len(texts) * 1000, 1),
+            "per_s": round(len(texts) / wall, 1)}
+
+
+def semantic_figures(db: Database, settings: Settings, embedder: Embedder, who: Principal,
+                     qs: list[BriefingRequest]) -> dict[str, Any]:
+    """The briefing with the embedding branch. A fresh SemanticIndex: this process holds no index of the tenant
+    yet, so the first briefing builds it (cold start, reported apart); then, per question (never asked before):
+    the question's embedding alone, the briefing (LRU miss: embeds it), and the same briefing again (LRU hit)."""
+    semantic = SemanticIndex(embedder)
+    service = BriefingService(db, settings, semantic=semantic)
+    tenant = who.scoped_tenant
+    t0 = time.perf_counter()
+    service.brief(who, queries(1, offset=900_000)[0])
+    first_ms = (time.perf_counter() - t0) * 1000
+    rows, read_s = index_read_seconds(db, tenant, semantic.model)
+    for q in queries(20, offset=800_000):
+        service.brief(who, q)  # warm-up
+    embed_ms, embed_cpu, miss_ms, miss_cpu, hit_ms, hit_cpu, degraded = [], [], [], [], [], [], 0
+    for q in qs:
+        text = semantic_query_text(q)
+        c0, t0 = time.process_time(), time.perf_counter()
+        embedder.embed_query(text)
+        embed_ms.append((time.perf_counter() - t0) * 1000)
+        embed_cpu.append((time.process_time() - c0) * 1000)
+        c0, t0 = time.process_time(), time.perf_counter()
+        answer = service.brief(who, q)
+        miss_ms.append((time.perf_counter() - t0) * 1000)
+        miss_cpu.append((time.process_time() - c0) * 1000)
+        degraded += bool(answer.degraded)
+        c0, t0 = time.process_time(), time.perf_counter()
+        service.brief(who, q)
+        hit_ms.append((time.perf_counter() - t0) * 1000)
+        hit_cpu.append((time.process_time() - c0) * 1000)
+    held = semantic.indexes.current
+    with db.tenant_transaction(tenant) as cur:
+        vectors = len(held(cur, tenant, semantic.model, embedder.dims))
+    concurrent = embed_concurrently(embedder, [semantic_query_text(q) for q in queries(160, offset=700_000)], 8)
+    return {"model": semantic.model, "vectors_in_tenant_index": vectors,
+            "path": "hnsw" if vectors >= HNSW_FROM else "exact scan",
+            "first_briefing_builds_index_ms": round(first_ms, 1),
+            "cold_start_profile": {"vectors": rows, "read_rows_s": round(read_s, 2),
+                                   "hnsw_build_and_rest_s": round(first_ms / 1000 - read_s, 2)},
+            "latency_ms": percentiles(miss_ms), "cpu_ms_mean": round(statistics.fmean(miss_cpu), 2),
+            "latency_question_cached_ms": percentiles(hit_ms), "cpu_question_cached_ms_mean":
+            round(statistics.fmean(hit_cpu), 2),
+            "embed_query_alone_ms": percentiles(embed_ms), "embed_query_alone_cpu_ms_mean":
+            round(statistics.fmean(embed_cpu), 2),
+            "embed_query_alone_8_threads": concurrent, "degraded_answers": degraded}
+
+
+def as_json(q: BriefingRequest) -> dict[str, Any]:
+    return q.model_dump(mode="json", exclude_none=True)
+
+
+def http_figures(db_url: str, settings: Settings, embedding: str, sequential_n: int = HTTP_QUESTIONS) -> dict[str, Any]:
+    """Over HTTP, against an API of the bench's own (2 workers, OPSLORE_EMBEDDING=`embedding`) on the bench
+    database: the first briefings (each worker builds its index of the tenant: cold start), then, after warm-up,
+    `sequential_n` distinct questions one at a time, the same again (LRU hit), and PROBE_CLIENTS clients for
+    PROBE_SECONDS with distinct questions; CPU of the API's processes per briefing, from /proc."""
+    with api_server(db_url, embedding, workers=2) as api:
+        key = OpsloreClient(api.url, settings.admin_token).create_key("bench-q", "agent", None)
+        warm = [as_json(q) for q in queries(64, offset=600_000)]
+        first, first_errors, _ = concurrent(api.url, key, lambda i, n: warm[i], clients=4, seconds=600, each=1)
+        concurrent(api.url, key, lambda i, n: warm[(i * 16 + n) % 64], clients=4, seconds=4)  # every worker warm
+        asks = [as_json(q) for q in queries(sequential_n, offset=500_000)]
+        cpu = api.cpu_seconds()
+        seq, seq_errors = sequential(api.url, key, asks)
+        seq_cpu = (api.cpu_seconds() - cpu) / len(asks) * 1000
+        cpu = api.cpu_seconds()
+        again, again_errors = sequential(api.url, key, asks)
+        again_cpu = (api.cpu_seconds() - cpu) / len(asks) * 1000
+        probe_asks = [as_json(q) for q in queries(PROBE_CLIENTS * 600, offset=400_000)]
+        cpu = api.cpu_seconds()
+        flat, errors, wall = concurrent(api.url, key, lambda i, n: probe_asks[(i * 600 + n) % len(probe_asks)],
+                                        clients=PROBE_CLIENTS, seconds=PROBE_SECONDS)
+        probe_cpu = (api.cpu_seconds() - cpu) / len(flat) * 1000
+    return {"embedding": embedding, "api_workers": 2, "api_briefing_threads": settings.api_briefing_threads,
+            "first_briefings_ms": sorted(round(x, 1) for x in first), "first_errors": first_errors,
+            "sequential_ms": percentiles(seq), "sequential_errors": seq_errors,
+            "sequential_api_cpu_ms_per_briefing": round(seq_cpu, 1),
+            "sequential_question_cached_ms": percentiles(again), "sequential_question_cached_errors": again_errors,
+            "sequential_question_cached_api_cpu_ms_per_briefing": round(again_cpu, 1),
+            "probe": {"clients": PROBE_CLIENTS, "seconds": PROBE_SECONDS, "briefings": len(flat),
+                      "per_s": round(len(flat) / wall, 1), "errors": errors, "ms": percentiles(flat),
+                      "api_cpu_ms_per_briefing": round(probe_cpu, 1), "distinct_questions": True}}
+
+
+def briefing_bench(settings: Settings, pool: VectorPool | None = None,
+                   embedder: Embedder | None = None) -> dict[str, Any]:
+    """Per size: the lexical briefing (embedding off) in process; with an embedder, the embedding branch in
+    process and, for both settings, over HTTP (BENCH_HTTP=0 skips HTTP)."""
     db_url, owner_url = fresh_database(settings)
-    results: dict[str, Any] = {}
+    results: dict[str, Any] = {"embedding": settings.embedding, "vectors": pool.describe() if pool else None}
     loaded = {"bench-q": 0, "others": 0}
     try:
         db = Database(db_url, max_size=2)
@@ -359,45 +529,55 @@ def briefing_bench(settings: Settings) -> dict[str, Any]:
             in_queried = min(total, QUERIED_TENANT_MAX)
             start = time.perf_counter()
             if in_queried > loaded["bench-q"]:
-                load_records(db_url, "bench-q", loaded["bench-q"], in_queried - loaded["bench-q"], 1)
+                load_records(db_url, "bench-q", loaded["bench-q"], in_queried - loaded["bench-q"], 1, pool)
                 loaded["bench-q"] = in_queried
             others = total - in_queried
             if others > loaded["others"]:
                 per = (others - loaded["others"]) // 9
                 for t in range(9):
-                    load_records(db_url, f"bench-o{t}", loaded["others"] // 9, per, 100 + t)
+                    load_records(db_url, f"bench-o{t}", loaded["others"] // 9, per, 100 + t, pool)
                 loaded["others"] = loaded["others"] + per * 9
             with psycopg.connect(owner_url, autocommit=True) as conn:
                 conn.execute("VACUUM (ANALYZE) memory_versions, memory_families, version_search, lexeme_stats,"
-                             " search_corpus")
+                             " search_corpus, version_vectors")
                 conn.execute("CHECKPOINT")  # measure steady state, not the flush of the bulk load
-            log(f"briefing: {total} records loaded in {time.perf_counter() - start:.0f}s")
-            qs = queries(300)
-            for q in qs[:20]:
-                service.brief(who, q)  # warm-up
-            before = {k: (c.hits, c.misses) for k, c in service.cache.counts().items()}
-            samples, cold_samples, tokens, hints = [], [], [], []
-            for q in qs:  # interleaved: the same question with the version cache, then without it
-                t0 = time.perf_counter()
-                answer = service.brief(who, q)
-                samples.append((time.perf_counter() - t0) * 1000)
-                t0 = time.perf_counter()
-                cold.brief(who, q)
-                cold_samples.append((time.perf_counter() - t0) * 1000)
-                tokens.append(answer.token_estimate)
-                hints.append(len(answer.hints))
-            results[str(total)] = {"records_total": loaded["bench-q"] + loaded["others"],
-                                   "records_in_queried_tenant": loaded["bench-q"],
-                                   "latency_ms": percentiles(samples),
-                                   "latency_without_version_cache_ms": percentiles(cold_samples),
-                                   "version_cache_hit_ratio": hit_ratios(service, before),
-                                   "tokens_rendered": {"mean": round(statistics.fmean(tokens), 1), "max": max(tokens)},
-                                   "hints_mean": round(statistics.fmean(hints), 2)}
-            log(f"briefing at {total}: {results[str(total)]['latency_ms']}")
+            load_s = time.perf_counter() - start
+            log(f"briefing: {total} records loaded in {load_s:.0f}s")
+            qs = queries(BRIEFING_QUESTIONS)
+            figures: dict[str, Any] = {"records_total": loaded["bench-q"] + loaded["others"],
+                                       "records_in_queried_tenant": loaded["bench-q"], "load_seconds": round(load_s),
+                                       **lexical_figures(service, cold, who, qs)}
+            log(f"briefing at {total}, embedding off: {figures['latency_ms']}")
+            if embedder is not None:
+                figures["semantic"] = semantic_figures(db, settings, embedder, who, qs)
+                log(f"briefing at {total}, embedding on: {figures['semantic']['latency_ms']}, first "
+                    f"{figures['semantic']['first_briefing_builds_index_ms']} ms")
+            if os.environ.get("BENCH_HTTP", "1") != "0":
+                figures["http"] = {}
+                for embedding in ([settings.embedding] if embedder is not None else []) + ["off"]:
+                    figures["http"][embedding] = http_figures(db_url, settings, embedding)
+                    log(f"briefing at {total} over HTTP, {embedding}: "
+                        f"{figures['http'][embedding]['sequential_ms']}, probe {figures['http'][embedding]['probe']}")
+            results[str(total)] = figures
         db.close()
     finally:
         drop_database(settings, db_url)
     return results
+
+
+def recall_section(pool: VectorPool | None) -> dict[str, Any]:
+    n = int(os.environ.get("BENCH_RECALL_VECTORS", 20_000 if SMALL else 100_000))
+    log(f"hnsw recall@10 at {n} vectors")
+    return recall_bench(pool, n)
+
+
+def reindex_section(settings: Settings, embedder: Embedder) -> dict[str, Any]:
+    db_url, _ = fresh_database(settings)
+    try:
+        log("reindex-semantic throughput")
+        return reindex_bench(db_url, embedder, int(os.environ.get("BENCH_REINDEX_RECORDS", "2000")))
+    finally:
+        drop_database(settings, db_url)
 
 
 def main() -> None:
@@ -406,13 +586,25 @@ def main() -> None:
     doc: dict[str, Any] = {
         "started_at": datetime.now(UTC).isoformat(), "scale": "small" if SMALL else "full",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "archetypes": len(ARCHETYPES),
+        "archetypes": len(ARCHETYPES), "embedding": settings.embedding,
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS", "(unset: all cores)"),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],  # 2 shared cores: others' work counts
     }
     only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))  # e.g. BENCH_ONLY=briefing
-    for name, run in (("briefing", briefing_bench), ("throughput", throughput), ("rebuild", rebuild_bench)):
+    embedder = make_embedder(settings.embedding)
+    wanted = {"briefing", "hnsw_recall", "reindex"}
+    pool = VectorPool(embedder) if embedder is not None and (not only or only & wanted) else None
+    sections: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+        ("briefing", lambda: briefing_bench(settings, pool, embedder)),
+        ("hnsw_recall", lambda: recall_section(pool)),
+        ("throughput", lambda: throughput(settings)), ("rebuild", lambda: rebuild_bench(settings))]
+    if embedder is not None:
+        sections.insert(2, ("reindex", lambda: reindex_section(settings, embedder)))
+    for name, run in sections:
         if not only or name in only:
-            doc[name] = run(settings)
+            doc[name] = run()
     doc["seconds_total"] = round(time.perf_counter() - started, 1)
+    doc["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     OUT.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     suffix = "-partial" if only else ""

@@ -41,6 +41,29 @@ def goals(run: dict[str, Any]) -> list[tuple[str, str, str]]:
             rows.append(("  same questions, version cache off", f"p50 {cold['p50']} / p95 {cold['p95']} / "
                          f"p99 {cold['p99']} ms (cache hit ratio: facts {hit['facts']}, details {hit['details']})",
                          ""))
+        sem = b.get("semantic")
+        if sem:
+            ms, hit_ms, emb = sem["latency_ms"], sem["latency_question_cached_ms"], sem["embed_query_alone_ms"]
+            rows.append((f"  embedding on ({sem['path']}, {sem['vectors_in_tenant_index']:,} vectors)",
+                         f"p50 {ms['p50']} / p95 {ms['p95']} / p99 {ms['p99']} ms (question embedded; cached: p95 "
+                         f"{hit_ms['p95']} ms; embed_query alone p95 {emb['p95']} ms)",
+                         "p95 <= 50, p99 <= 100 ms at 1M" if size == "1000000" else ""))
+            rows.append(("  first briefing of the tenant (builds its index)",
+                         f"{sem['first_briefing_builds_index_ms']} ms", ""))
+        for embedding, h in (b.get("http") or {}).items():
+            pr = h["probe"]
+            rows.append((f"  HTTP, embedding {embedding}, 1 client", f"p95 {h['sequential_ms']['p95']} ms, API CPU "
+                         f"{h['sequential_api_cpu_ms_per_briefing']} ms/briefing", ""))
+            rows.append((f"  HTTP, embedding {embedding}, {pr['clients']} clients",
+                         f"p95 {pr['ms']['p95']} ms, {pr['errors']} errors, {pr['per_s']}/s, API CPU "
+                         f"{pr['api_cpu_ms_per_briefing']} ms/briefing",
+                         "p95 <= 250 ms, 0 errors, CPU <= 1.3x embedding" if embedding != "off" else ""))
+    for kind, rec in (core.get("hnsw_recall") or {}).items():
+        rows.append((f"HNSW vs exact, {kind} ({rec['vectors']:,} vectors)", f"recall@10 {rec['recall_at_10']}", ""))
+    ri = core.get("reindex")
+    if ri:
+        rows.append((f"reindex-semantic, {ri['records']:,} real-text records", f"{ri['records_per_s']} records/s",
+                     "reported"))
     t = core.get("throughput")
     if t:
         rows.append(("projector / raw Kafka consume", f"{t['projector']['events_per_s']:,} / "
