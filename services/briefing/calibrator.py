@@ -1,12 +1,14 @@
 """Calibrator: runs a tenant's abstention calibration (`calibration`, pure) and serves its result to briefings.
 
-`run` asks every sampled approved record of the tenant as a briefing against the others, through the briefing's
-own retrieval and ranking (`BriefingService.retrieve`, `rank` with no threshold), each record's own family left
-out, and stores the chosen threshold per tenant and model (`briefing_calibration`, under RLS) in one statement.
-`threshold` reads it for a briefing (remembered per process for `ttl` seconds). `refresh_if_stale` starts a
-run on the process's one calibration thread when a tenant with at least `MIN_RECORDS` indexed versions has no
-calibration or its size moved by a tenth (or 10 records) since; at most one run per tenant per `min_interval`.
-Nothing here decides anything: `calibration.choose` does.
+`run` asks every sampled approved record of the tenant as a briefing, through the briefing's own retrieval and
+ranking (`BriefingService.retrieve`, `rank` with no threshold), twice: with its own family left out (a
+recurrence, when another record has its category) and with every record of its category left out (a new kind
+of incident); `calibration.choose` weighs the two by the tenant's recurrence rate. It stores the chosen
+threshold per tenant and model (`briefing_calibration`, under RLS) in one statement. `threshold` reads it for a
+briefing (remembered per process for `ttl` seconds). `refresh_if_stale` starts a run on the process's one
+calibration thread when a tenant with at least `MIN_RECORDS` indexed versions has no calibration or its size
+moved by a tenth (or 10 records) since; at most one run per tenant per `min_interval`. Nothing here decides
+anything: `calibration.choose` does.
 """
 
 from __future__ import annotations
@@ -25,7 +27,15 @@ from pydantic import ValidationError
 
 from schemas.api import BriefingRequest
 from schemas.ledger import Trust
-from services.briefing.calibration import LIMIT, MIN_RECORDS, SAMPLE, Asked, Calibration, choose
+from services.briefing.calibration import (
+    LIMIT,
+    MIN_RECORDS,
+    SAMPLE,
+    Asked,
+    Calibration,
+    choose,
+    recurrence_rate,
+)
 from services.briefing.rank import rank
 from services.common.auth import Principal
 from services.common.db import Cursor, Row
@@ -128,14 +138,20 @@ class Calibrator:
             with svc.db.tenant_transaction(tenant) as cur:
                 found = svc.retrieve(cur, principal, req, now, question)
             semantic = semantic or found.similarities is not None
-            others = [f for f in found.rows if f.family_id != row["family_id"]]
-            ranked = rank(found.query, others, svc.policy(now, found.similarities is not None, threshold=0.0), LIMIT,
-                          found.similarities, found.stats)
+            policy = svc.policy(now, found.similarities is not None, threshold=0.0)
             category = str(row["root_cause_category"])
-            asked.append(Asked(category, tuple((h.facts.root_cause_category, h.relevance) for h in ranked.hints),
-                               counts[category] > 1))
+            seen = [f for f in found.rows if f.family_id != row["family_id"]]  # leave one out: a recurrence
+            unseen = [f for f in seen if f.root_cause_category != category]  # leave its category out: a new kind
+            for others, recurrence in ((seen, True), (unseen, False)):
+                if recurrence and counts[category] < 2:
+                    continue
+                ranked = rank(found.query, others, policy, LIMIT, found.similarities, found.stats)
+                asked.append(Asked(category, tuple((h.facts.root_cause_category, h.relevance) for h in ranked.hints),
+                                   recurrence))
         policy = svc.policy(now, semantic)
-        result = choose(asked, records, fallback=policy.model.min_relevance)
+        dated = sorted(rows, key=lambda r: (r["observed_at"] or r["valid_from"], str(r["family_id"])))
+        rate = recurrence_rate([str(r["root_cause_category"]) for r in dated])
+        result = choose(asked, records, fallback=policy.model.min_relevance, recurrence_rate=rate)
         self._store(tenant, policy.model.name, result)
         return policy.model.name, result
 

@@ -238,6 +238,8 @@ class BriefingService:
     def _tenant_policy(self, cur: Cursor, tenant: str, now: datetime, found: Retrieved) -> RankPolicy:
         """The policy with the tenant's calibrated abstention point, and a calibration started if it is stale."""
         shipped = self.policy(now, found.similarities is not None)
+        if not self.settings.briefing_calibration:
+            return shipped
         self.calibrator.refresh_if_stale(tenant, shipped.model.name, found.stats.docs)
         return self.policy(now, found.similarities is not None,
                            self.calibrator.threshold(cur, tenant, shipped.model.name))

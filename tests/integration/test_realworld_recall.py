@@ -13,7 +13,10 @@ from tests.conftest import TenantFactory
 
 pytestmark = pytest.mark.integration
 
+# learning 89 incidents through the pipeline (each approval embeds its record) and asking 88 questions twice
 
+
+@pytest.mark.timeout(1500)
 def test_on_dev_opslore_recalls_at_least_what_e5_top_k_recalls_in_both_languages(
         tenant_client: TenantFactory) -> None:
     client = tenant_client("reviewer")
