@@ -9,12 +9,15 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from schemas.api import BriefingRequest
 from schemas.memory import CandidateDraft
+from services.briefing.rank import rank
+from services.briefing.service import Embedded
 from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
 
 pytestmark = pytest.mark.integration
@@ -55,11 +58,16 @@ def test_an_alias_concept_alone_is_found_by_the_full_text_index(svc: GovernedSer
                     (tenant, ["concept:db_pool_exhausted"]))
         assert cur.fetchone() == {"n": 1}
     # no service, alert or signal in common: only the concept can find it, only the text branch retrieves it
-    answer = svc.briefing.brief(reviewer(tenant), BriefingRequest(
-        alert={"name": "BillingErrors"}, services=["billing"], signals=["queue_depth"],
-        text="connection pool exhausted", explain=True))
-    assert answer.hints and str(answer.hints[0].family_id) == family
-    assert answer.hints[0].explain and float(answer.hints[0].explain["match_concept"]) > 0
+    req = BriefingRequest(alert={"name": "BillingErrors"}, services=["billing"], signals=["queue_depth"],
+                          text="connection pool exhausted", explain=True)
+    now = datetime.now(UTC)
+    with svc.db.tenant_transaction(tenant) as cur:
+        found = svc.briefing.retrieve(cur, reviewer(tenant), req, now, Embedded(None, failed=False))
+    assert family in {str(r.family_id) for r in found.rows}
+    # ranked first on the concept alone; whether a lone concept clears the abstention point is the fitted model's
+    # call (on the real corpus a concept match alone is a 5% "same kind" chance: just under the shipped point)
+    ranked = rank(found.query, found.rows, svc.briefing.policy(now, False, threshold=0.0), 5, None, found.stats)
+    assert str(ranked.hints[0].facts.family_id) == family and ranked.hints[0].channels["concept"] > 0
 
 
 def test_an_underscored_signal_word_matches_in_sql(svc: GovernedServices) -> None:
