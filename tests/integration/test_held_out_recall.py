@@ -1,0 +1,73 @@
+"""Held-out-style recall cases through the running stack (embedding on, as by default): a superseded record stays
+findable by the symptoms that found it before, without its old root cause; a Chinese paraphrase that names no
+service finds an English record."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from replay import realworld as rw
+from replay.runner import learn_incident
+from replay.scenario import Scenario
+from services.cli.client import OpsloreClient
+from tests.conftest import TenantFactory
+
+pytestmark = pytest.mark.integration
+
+
+def _pm(pid: str, cls: str, services: list[str], alert: str, signals: list[str], symptoms: str,
+        root_cause: str) -> rw.Postmortem:
+    return rw.Postmortem.model_validate({
+        "id": pid, "org": "test", "date": date(2026, 1, 1), "source": "https://example.org", "class": cls,
+        "lang": "en", "alert": alert, "services": services, "signals": signals, "symptoms": symptoms,
+        "symptoms_other": symptoms, "root_cause": root_cause, "role": "history"})
+
+
+HISTORY = [
+    _pm("HO-POOL", "thread_or_connection_pool_exhaustion", ["orders-api"], "OrdersLatencyHigh", ["orders_p99_ms"],
+        "orders-api requests time out after 30 s; every worker thread is blocked waiting for a database connection "
+        "from the pool", "a nightly report job held all database connections of the orders pool"),
+    _pm("HO-DISK", "disk_space_exhausted", ["ledger-db"], "LedgerVolumeFull", ["ledger_fs_used_pct"],
+        "ledger-db writes fail with 'No space left on device'; the data volume reads 100% used",
+        "an abandoned replication slot retained write-ahead log until the volume filled"),
+    _pm("HO-DNS", "dns_failure", ["edge-proxy"], "EdgeResolveErrors", ["edge_nxdomain_rate"],
+        "edge-proxy cannot resolve upstream names; logs show SERVFAIL for every internal zone lookup",
+        "a zone file pushed with a syntax error made the authoritative servers refuse the zone"),
+    _pm("HO-502", "bad_config_push", ["checkout-api"], "CheckoutGateway502", ["checkout_5xx_ratio"],
+        "checkout-api answers 502 for every request; the gateway logs 'upstream connect error or disconnect/reset "
+        "before headers. reset reason: connection failure'", "a routing config push sent checkout traffic to a "
+        "drained listener pool"),
+]
+
+
+def _learn(client: OpsloreClient) -> dict[str, str]:
+    sc = Scenario(name="held-out", about="held-out recall cases",
+                  incidents=[rw.history_incident(pm) for pm in HISTORY], source="test")
+    for inc in sc.incidents:
+        assert learn_incident(sc, inc, client).passed
+    return {r["source_incidents"][0]: str(r["family_id"]) for r in client.records()}
+
+
+def test_a_superseded_record_is_found_by_its_symptoms_without_its_old_root_cause(
+        tenant_client: TenantFactory) -> None:
+    client = tenant_client("reviewer")
+    families = _learn(client)
+    family = families["HO-502"]
+    client.record_op(family, "supersede", {
+        "summary": "checkout 502s: the upstream's TLS certificate had expired; the config push was a coincidence",
+        "reason": "postmortem review corrected the cause"})
+    answer = client.briefing({"services": ["checkout-api"],
+                              "text": "checkout-api 502 on every request, gateway says upstream connect error or "
+                                      "disconnect/reset before headers, connection failure"})
+    hit = next((h for h in answer["hints"] if h["family_id"] == family), None)
+    assert hit is not None, answer["hints"]
+    assert hit["version"] == 2 and "drained listener" not in (hit["root_cause"] or "") + hit["summary"]
+
+
+def test_a_chinese_paraphrase_without_a_service_finds_the_english_record(tenant_client: TenantFactory) -> None:
+    client = tenant_client("reviewer")
+    families = _learn(client)
+    answer = client.briefing({"text": "订单接口大量超时，所有工作线程都卡在等待数据库连接，连接池被占满", "explain": True})
+    assert answer["hints"] and answer["hints"][0]["family_id"] == families["HO-POOL"], answer["hints"]
