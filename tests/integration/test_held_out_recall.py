@@ -69,5 +69,6 @@ def test_a_superseded_record_is_found_by_its_symptoms_without_its_old_root_cause
 def test_a_chinese_paraphrase_without_a_service_finds_the_english_record(tenant_client: TenantFactory) -> None:
     client = tenant_client("reviewer")
     families = _learn(client)
-    answer = client.briefing({"text": "订单接口大量超时，所有工作线程都卡在等待数据库连接，连接池被占满", "explain": True})
+    text = "订单接口大量超时，所有工作线程都卡在等待数据库连接，连接池被占满"
+    answer = client.briefing({"text": text, "explain": True})
     assert answer["hints"] and answer["hints"][0]["family_id"] == families["HO-POOL"], answer["hints"]
