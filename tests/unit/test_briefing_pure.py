@@ -145,4 +145,5 @@ def test_hints_show_the_best_record_of_each_cause_first() -> None:
     categories = [h.facts.root_cause_category for h in hints]
     assert len(hints) == 4 and set(categories[:2]) == {"db_connection_pool", "certificate_expiry"}
     assert categories[2:] == ["db_connection_pool", "db_connection_pool"]
-    assert [h.facts.root_cause_category for h in rank(q, [*pool, tls], POLICY, 2).hints].count("certificate_expiry") == 1
+    two = rank(q, [*pool, tls], POLICY, 2).hints
+    assert [h.facts.root_cause_category for h in two].count("certificate_expiry") == 1
