@@ -21,7 +21,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from schemas.api import ExecuteResponse, PreviewResponse, ProposalView, Wrote
-from schemas.memory import CandidateState, FamilyState, ProposalState, VersionState
+from schemas.memory import CandidateState, FamilyState, ProposalState
 from services.common.auth import Principal
 from services.common.db import Cursor, Database
 from services.common.errors import Conflict, NotFound
@@ -29,13 +29,14 @@ from services.common.settings import Settings
 from services.governance import store
 from services.governance.jobs import JOBS, Candidate, Family, Policy, propose
 from services.governance.store import StoredProposal
-from services.memory import records
+from services.memory import family, records
 from services.memory.content import consolidate, from_draft
+from services.memory.family import FamilyHead, Move
 from services.memory.service import MemoryService
 from services.review.service import ReviewService
 
 LEASE_TTL = timedelta(seconds=60)
-TERMINAL = {"expire": FamilyState.EXPIRED, "retract": FamilyState.RETRACTED}
+TERMINAL = {"expire": Move.GOVERNANCE_EXPIRE, "retract": Move.GOVERNANCE_RETRACT}
 
 
 def view(row: StoredProposal) -> ProposalView:
@@ -78,8 +79,7 @@ class GovernanceService:
         for row in store.open_proposals(cur, kinds, principal.project):
             wanted = {UUID(c) for c in row.change.get("candidates", [])}
             if not set(row.based_on) <= current or not wanted <= pending:
-                store.decide(cur, row.proposal_id, ProposalState.STALE, principal.actor,
-                         "its basis moved since the preview", None)
+                store.mark_stale(cur, row.proposal_id, principal.actor, "its basis moved since the preview")
 
     # ------------------------------------------------------------------ reads
     def proposals(self, principal: Principal, state: str | None, kind: str | None,
@@ -163,8 +163,7 @@ class GovernanceService:
             return [self._terminal(cur, principal, f, v, TERMINAL[action], reason) for f, v in row.based_on]
         if action == "reverify":
             family_id, version = row.based_on[0]
-            records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
-                          action="reverify_requested", actor=principal.actor, reason=reason, before=None, after=None)
+            self.memory.apply(cur, principal, family.reverify(self._head(cur, family_id)), reason)
             return [Wrote(family_id=family_id, version=version, state=FamilyState.ACTIVE)]
         if action == "consolidate":
             return self._consolidate(cur, principal, row, reason, now)
@@ -172,16 +171,11 @@ class GovernanceService:
             return self._promote(cur, principal, row, reason, now)
         raise Conflict(f"unknown governance action {action!r}")
 
-    @staticmethod
-    def _terminal(cur: Cursor, principal: Principal, family_id: UUID, version: int, state: FamilyState,
+    def _terminal(self, cur: Cursor, principal: Principal, family_id: UUID, version: int, move: Move,
                   reason: str) -> Wrote:
-        records.set_version_state(cur, family_id, version, VersionState(state.value))
-        records.set_family_state(cur, family_id, state)
-        records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
-                action=f"governance_{state}", actor=principal.actor, reason=reason,
-                before={"state": FamilyState.ACTIVE.value, "version": version},
-                after={"state": state.value, "version": version})
-        return Wrote(family_id=family_id, version=version, state=state)
+        change = family.end(self._head(cur, family_id), move)
+        self.memory.apply(cur, principal, change, reason)
+        return Wrote(family_id=family_id, version=version, state=change.state)
 
     def _consolidate(self, cur: Cursor, principal: Principal, row: StoredProposal, reason: str,
                      now: datetime) -> list[Wrote]:
@@ -189,18 +183,12 @@ class GovernanceService:
         (keeper, keeper_version), others = basis[0], basis[1:]
         contents = [records.content_of(records.require_version(cur, f, v)) for f, v in basis]
         merged = consolidate(contents[0], contents[1:], now)
-        fam = records.lock_family(cur, keeper)
-        assert fam is not None
-        new = self.memory.append_version(cur, principal, fam, merged, keeper_version, action="consolidate",
-                                         reason=reason)
+        new = self.memory.append_version(cur, principal, self._head(cur, keeper), merged, keeper_version,
+                                         move=Move.CONSOLIDATE, reason=reason)
         wrote = [Wrote(family_id=keeper, version=new, state=FamilyState.ACTIVE)]
         for family_id, version in others:
-            records.set_version_state(cur, family_id, version, VersionState.SUPERSEDED)
-            records.set_family_state(cur, family_id, FamilyState.CONSOLIDATED)
-            records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
-                    action="consolidated", actor=principal.actor, reason=reason,
-                    before={"state": FamilyState.ACTIVE.value, "version": version},
-                    after={"state": FamilyState.CONSOLIDATED.value, "into": f"{keeper}:{new}"})
+            self.memory.apply(cur, principal, family.consolidated(self._head(cur, family_id), f"{keeper}:{new}"),
+                              reason)
             records.add_edge(cur, principal.scoped_tenant, ("version", f"{keeper}:{new}"), "consolidates",
                        ("version", f"{family_id}:{version}"))
             wrote.append(Wrote(family_id=family_id, version=version, state=FamilyState.CONSOLIDATED))
@@ -251,30 +239,28 @@ class GovernanceService:
                 raise Conflict(f"family {w.family_id} changed after the execution; revert it by hand")
         action = row.change["action"]
         if action == "promote":
-            return [self._terminal(cur, principal, w.family_id, w.version, FamilyState.RETRACTED, note) for w in wrote]
+            return [self._terminal(cur, principal, w.family_id, w.version, Move.GOVERNANCE_RETRACT, note)
+                    for w in wrote]
         out = []
         for family_id, version in row.based_on:
             done = next(w for w in wrote if w.family_id == family_id)
             if done.version != version:  # the keeper got a new version: append the old content again
-                fam = records.lock_family(cur, family_id)
-                assert fam is not None
+                fam = self._head(cur, family_id)
                 target = records.content_of(records.require_version(cur, family_id, version))
-                new = self.memory.append_version(cur, principal, fam, target, done.version, action="rollback",
-                                                 reason=note, rolled_back_to=version)
+                new = self.memory.roll_back(cur, principal, fam, version, target, note)
                 out.append(Wrote(family_id=family_id, version=new, state=FamilyState.ACTIVE))
             elif done.state != FamilyState.ACTIVE:
-                out.append(self._reactivate(cur, principal, family_id, version, done.state, note))
+                self.memory.apply(cur, principal, family.reactivate(self._head(cur, family_id)), note)
+                out.append(Wrote(family_id=family_id, version=version, state=FamilyState.ACTIVE))
         return out
 
     @staticmethod
-    def _reactivate(cur: Cursor, principal: Principal, family_id: UUID, version: int, state: str,
-                    note: str) -> Wrote:
-        records.set_version_state(cur, family_id, version, VersionState.ACTIVE)
-        records.set_family_state(cur, family_id, FamilyState.ACTIVE)
-        records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version, action="reactivate",
-                actor=principal.actor, reason=note, before={"state": state, "version": version},
-                after={"state": FamilyState.ACTIVE.value, "version": version})
-        return Wrote(family_id=family_id, version=version, state=FamilyState.ACTIVE)
+    def _head(cur: Cursor, family_id: UUID) -> FamilyHead:
+        """The family, locked (execute and revert locked every family of the proposal in id order already)."""
+        fam = records.lock_family(cur, family_id)
+        if fam is None:
+            raise NotFound(f"no such record family {family_id}")
+        return fam
 
     # ------------------------------------------------------------------ helpers
     @staticmethod

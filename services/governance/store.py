@@ -169,6 +169,14 @@ def decide(cur: Cursor, proposal_id: UUID, state: ProposalState, actor: str, not
                 (state, actor, note, Jsonb(result) if result is not None else None, proposal_id))
 
 
+def mark_stale(cur: Cursor, proposal_id: UUID, actor: str, note: str) -> None:
+    """An open proposal whose basis moved becomes stale; one that another worker executed (or dismissed) since
+    this preview read it as open keeps its decision (READ COMMITTED: the row is rechecked when updated)."""
+    cur.execute("""UPDATE governance_proposals SET state = %s, decided_at = now(), decided_by = %s, decision_note = %s
+                   WHERE proposal_id = %s AND state = %s""",
+                (ProposalState.STALE, actor, note, proposal_id, ProposalState.PROPOSED))
+
+
 def current_versions(cur: Cursor, family_ids: list[UUID]) -> dict[UUID, tuple[int, str]]:
     """Current version and state of each family, locked (FOR UPDATE, in id order: no deadlocks)."""
     cur.execute("""SELECT family_id, current_version, state FROM memory_families WHERE family_id = ANY(%s)

@@ -8,44 +8,32 @@ nothing here deletes.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from schemas.ledger import canonical_json
 from schemas.memory import FamilyState, VersionContent, VersionState
 from schemas.views import AuditEntry, Edge, Usage, VersionView
 from services.common.db import Cursor, Row
-from services.common.errors import NotFound
+from services.common.errors import Conflict, NotFound
 from services.common.paging import PageRequest, keyset_query, page
+from services.memory.family import FamilyHead, Transition, content_hash
+
+__all__ = ["FamilyHead", "FamilyMatch", "apply", "content_hash"]  # the aggregate's values, re-exported
 
 JSON_COLUMNS = {"evidence", "verify_with", "trust_mix"}
 CURRENT_VERSIONS = """SELECT v.*, f.state AS family_state, f.created_at AS family_created_at
   FROM memory_families f JOIN memory_versions v ON v.family_id = f.family_id AND v.version = f.current_version"""
 
 
-@dataclass(frozen=True)
-class FamilyHead:
-    """A family's row: its lifecycle state and the pointer to its current version."""
-
-    family_id: UUID
-    project: str
-    memory_type: str
-    state: FamilyState
-    current_version: int
-    created_at: datetime
-
-    @classmethod
-    def of(cls, row: Row) -> FamilyHead:
-        return cls(family_id=row["family_id"], project=row["project"], memory_type=row["memory_type"],
-                   state=FamilyState(row["state"]), current_version=int(row["current_version"]),
-                   created_at=row["created_at"])
+def family_head(row: Row) -> FamilyHead:
+    return FamilyHead(family_id=row["family_id"], project=row["project"], memory_type=row["memory_type"],
+                      state=FamilyState(row["state"]), current_version=int(row["current_version"]),
+                      created_at=row["created_at"])
 
 
 @dataclass(frozen=True)
@@ -59,13 +47,6 @@ class FamilyMatch:
     summary: str
     signals: tuple[str, ...]
     misleading_signals: tuple[str, ...]
-
-
-def content_hash(content: VersionContent) -> str:
-    """SHA-256 of the content's canonical JSON; `imported` counts only when set, so the hashes of versions
-    written before the field existed are still their content's."""
-    return hashlib.sha256(canonical_json(content.model_dump(mode="json", exclude=None if content.imported
-                                                            else {"imported"}))).hexdigest()
 
 
 def insert_version(
@@ -95,13 +76,13 @@ def create_family(cur: Cursor, *, tenant: str, project: str, family_id: UUID, me
 def lock_family(cur: Cursor, family_id: UUID) -> FamilyHead | None:
     cur.execute("SELECT * FROM memory_families WHERE family_id = %s FOR UPDATE", (family_id,))
     row = cur.fetchone()
-    return FamilyHead.of(row) if row else None
+    return family_head(row) if row else None
 
 
 def get_family(cur: Cursor, family_id: UUID) -> FamilyHead | None:
     cur.execute("SELECT * FROM memory_families WHERE family_id = %s", (family_id,))
     row = cur.fetchone()
-    return FamilyHead.of(row) if row else None
+    return family_head(row) if row else None
 
 
 def current_versions_page(cur: Cursor, *, project: str | None, incident_id: str | None, state: str | None,
@@ -217,6 +198,34 @@ def audit(
         (tenant, family_id, version, action, actor, reason,
          Jsonb(before) if before is not None else None, Jsonb(after) if after is not None else None),
     )
+
+
+def apply(cur: Cursor, *, tenant: str, actor: str, reason: str | None, change: Transition) -> None:
+    """Persist one move of the family aggregate (`memory.family`): the new family and version, the version states,
+    the pointer's compare-and-set (409 when another writer moved it first) or the family's state, its one audit
+    row and, for a version that supersedes another, the lineage edge between them. The only writer of families,
+    versions and audit rows."""
+    family_id, new = change.family_id, change.new_version
+    if change.creates is not None:
+        create_family(cur, tenant=tenant, project=change.project, family_id=family_id, memory_type=change.creates)
+    if new is not None:
+        insert_version(cur, tenant=tenant, project=change.project, family_id=family_id, version=new.version,
+                       content=new.content, created_by=actor, candidate_id=new.candidate_id,
+                       supersedes=new.supersedes)
+    for version, state in change.version_states:
+        set_version_state(cur, family_id, version, state)
+    if change.pointer is not None:
+        expected, moved_to = change.pointer
+        if not move_pointer(cur, family_id, expected=expected, new=moved_to, state=change.state):
+            raise Conflict("the family's current version moved; re-read and retry")
+    elif change.family_state_changes:
+        set_family_state(cur, family_id, change.state)
+    a = change.audit
+    audit(cur, tenant=tenant, family_id=family_id, version=a.version, action=a.action.value, actor=actor,
+          reason=reason, before=a.before, after=a.after)
+    if new is not None and new.supersedes is not None:
+        add_edge(cur, tenant, ("version", f"{family_id}:{new.version}"), "supersedes",
+                 ("version", f"{family_id}:{new.supersedes}"))
 
 
 def list_audit(cur: Cursor, family_id: UUID) -> list[AuditEntry]:

@@ -1,8 +1,9 @@
 """MemoryService: lifecycle transitions of record families. Each public method owns one transaction.
 
-Every transition writes its version and/or pointer change and exactly one audit row (who, when, why,
-before, after) in the same transaction. Nothing is deleted: retract/expire change lifecycle state,
-supersede/correct/rollback append a version and move the current pointer with a compare-and-set.
+A transition is a move of the family aggregate (`memory.family`: legal or `IllegalTransition`, 409), persisted by
+`records.apply` with its version and/or pointer change and exactly one audit row (who, when, why, before, after)
+in the same transaction. Nothing is deleted: retract/expire change lifecycle state, supersede/correct/rollback
+append a version and move the current pointer with a compare-and-set.
 """
 
 from __future__ import annotations
@@ -11,16 +12,16 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from schemas.memory import TERMINAL_FAMILY_STATES, FamilyState, VersionContent, VersionState
+from schemas.memory import FamilyState, VersionContent
 from schemas.views import FamilyChange, Lineage, RecordDetail, RecordPage
 from services.common.auth import Principal
 from services.common.db import Cursor, Database
-from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
+from services.common.errors import Forbidden, InvalidInput, NotFound
 from services.common.paging import PageRequest
 from services.lexicon import index as lexical
-from services.memory import records
+from services.memory import family, records
 from services.memory.content import cap_authority, superseding
-from services.memory.records import FamilyHead
+from services.memory.family import FamilyHead, Move, Transition
 
 
 class VersionIndexer(Protocol):
@@ -85,31 +86,25 @@ class MemoryService:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             fam = self._family(cur, principal, family_id, lock=True)
-            if fam.state in TERMINAL_FAMILY_STATES:
-                raise Conflict(f"family is already {fam.state}")
-            version = fam.current_version
-            records.set_version_state(cur, family_id, version, VersionState(state.value))
-            records.set_family_state(cur, family_id, state)
-            records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=version,
-                    action={FamilyState.RETRACTED: "retract", FamilyState.EXPIRED: "expire"}[state],
-                    actor=principal.actor, reason=reason, before={"state": fam.state.value, "version": version},
-                    after={"state": state.value, "version": version})
-        return FamilyChange(family_id=family_id, version=version, state=state)
+            move = {FamilyState.RETRACTED: Move.RETRACT, FamilyState.EXPIRED: Move.EXPIRE}[state]
+            self.apply(cur, principal, family.end(fam, move), reason)
+        return FamilyChange(family_id=family_id, version=fam.current_version, state=state)
 
     def supersede(self, principal: Principal, family_id: UUID, changes: dict[str, Any], reason: str,
                   expected_version: int | None = None, action: str = "supersede") -> FamilyChange:
         principal.require("reviewer")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             fam = self._family(cur, principal, family_id, lock=True)
-            if fam.state != FamilyState.ACTIVE:
-                raise Conflict(f"family is {fam.state}; roll back to a version to revive it")
+            if fam.state != FamilyState.ACTIVE:  # the aggregate refuses it too; checked before the content's edit
+                raise family.IllegalTransition(f"family is {fam.state}; roll back to a version to revive it")
             current = records.content_of(records.require_version(cur, family_id, fam.current_version))
             try:
                 new = cap_authority(superseding(current, changes, datetime.now(UTC)))
             except ValueError as exc:
                 raise InvalidInput(f"invalid record change: {exc}", field="summary") from None
             self._check_level(principal, new)
-            version = self.append_version(cur, principal, fam, new, expected_version, action=action, reason=reason)
+            version = self.append_version(cur, principal, fam, new, expected_version, move=Move(action),
+                                          reason=reason)
         return FamilyChange(family_id=family_id, version=version)
 
     def rollback(self, principal: Principal, family_id: UUID, to_version: int, reason: str) -> FamilyChange:
@@ -120,36 +115,32 @@ class MemoryService:
             target = records.get_version(cur, family_id, to_version)
             if target is None:
                 raise NotFound(f"family has no version {to_version}", field="to_version")
-            if to_version == fam.current_version and fam.state == FamilyState.ACTIVE:
-                raise Conflict(f"version {to_version} is already current")
-            version = self.append_version(cur, principal, fam, records.content_of(target), None,
-                                          action="rollback", reason=reason, rolled_back_to=to_version)
+            version = self.roll_back(cur, principal, fam, to_version, records.content_of(target), reason)
         return FamilyChange(family_id=family_id, version=version)
 
-    # ------------------------------------------------------------------ shared by review
+    # ------------------------------------------------------------------ shared by review and governance
+    def apply(self, cur: Cursor, principal: Principal, change: Transition, reason: str | None) -> None:
+        """Persist a move of the family aggregate and index the version it writes, if any."""
+        records.apply(cur, tenant=principal.scoped_tenant, actor=principal.actor, reason=reason, change=change)
+        if change.new_version is not None:
+            self.index(cur, principal.scoped_tenant, change.family_id, change.new_version.version,
+                       change.new_version.content)
+
     def append_version(self, cur: Cursor, principal: Principal, fam: FamilyHead, content: VersionContent,
-                       expected_version: int | None, *, action: str, reason: str | None,
-                       candidate_id: UUID | None = None, rolled_back_to: int | None = None) -> int:
-        family_id, current = fam.family_id, fam.current_version
-        if expected_version is not None and expected_version != current:
-            raise Conflict(f"drafted against version {expected_version}, but the current version is {current}")
-        new = records.max_version(cur, family_id) + 1
-        records.insert_version(cur, tenant=principal.scoped_tenant, project=fam.project, family_id=family_id,
-                         version=new, content=content, created_by=principal.actor, candidate_id=candidate_id,
-                         supersedes=current)
-        self.index(cur, principal.scoped_tenant, family_id, new, content)
-        records.set_version_state(cur, family_id, current, VersionState.SUPERSEDED)
-        if not records.move_pointer(cur, family_id, expected=current, new=new):
-            raise Conflict("the family's current version moved; re-read and retry")
-        records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=new, action=action,
-                actor=principal.actor, reason=reason,
-                before={"version": current, "state": fam.state.value},
-                after={"version": new, "state": VersionState.ACTIVE.value,
-                       "content_hash": records.content_hash(content),
-                       **({"rolled_back_to": rolled_back_to} if rolled_back_to else {})})
-        records.add_edge(cur, principal.scoped_tenant, ("version", f"{family_id}:{new}"), "supersedes",
-                   ("version", f"{family_id}:{current}"))
-        return new
+                       expected_version: int | None, *, move: Move, reason: str | None,
+                       candidate_id: UUID | None = None) -> int:
+        """A new current version of the active family `fam` (locked by the caller); returns its number."""
+        change = family.append(fam, move, content, next_version=records.max_version(cur, fam.family_id) + 1,
+                               expected_version=expected_version, candidate_id=candidate_id)
+        self.apply(cur, principal, change, reason)
+        return change.audit.version
+
+    def roll_back(self, cur: Cursor, principal: Principal, fam: FamilyHead, to_version: int,
+                  content: VersionContent, reason: str | None) -> int:
+        """A new current version of `fam` with `to_version`'s content (which the caller read); its number."""
+        change = family.rollback(fam, to_version, content, next_version=records.max_version(cur, fam.family_id) + 1)
+        self.apply(cur, principal, change, reason)
+        return change.audit.version
 
     @staticmethod
     def _check_level(principal: Principal, content: VersionContent) -> None:

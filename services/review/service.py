@@ -14,14 +14,15 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID, uuid5
 
-from schemas.memory import ApprovalEdits, CandidateDraft, CandidateState, VersionContent, VersionState
+from schemas.memory import ApprovalEdits, CandidateDraft, CandidateState, VersionContent
 from schemas.views import Approved, CandidatePage, CandidateView, Proposal, Rejected
 from services.common.auth import Principal
 from services.common.db import Cursor, Database
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from services.common.paging import PageRequest
-from services.memory import records
+from services.memory import family, records
 from services.memory.content import from_draft, merge_into
+from services.memory.family import Move
 from services.memory.records import FamilyMatch
 from services.memory.service import MemoryService
 from services.projector import store as projection_store
@@ -126,7 +127,7 @@ class ReviewService:
                 current = records.content_of(records.require_version(cur, fam.family_id, fam.current_version))
                 family_id, version = fam.family_id, self.memory.append_version(
                     cur, principal, fam, merge_into(current, content), expected_version,
-                    action="approve_version", reason=note, candidate_id=candidate_id)
+                    move=Move.APPROVE_VERSION, reason=note, candidate_id=candidate_id)
             else:
                 if expected_version not in (None, 0):
                     raise Conflict("the candidate was drafted against a family that no longer matches")
@@ -137,15 +138,7 @@ class ReviewService:
     def new_family(self, cur: Cursor, principal: Principal, row: CandidateRow, content: VersionContent,
                     note: str | None) -> tuple[UUID, int]:
         family_id = uuid5(FAMILY_NAMESPACE, f"{principal.scoped_tenant}/{row.candidate_id}")
-        records.create_family(cur, tenant=principal.scoped_tenant, project=row.project, family_id=family_id,
-                        memory_type=content.memory_type)
-        records.insert_version(cur, tenant=principal.scoped_tenant, project=row.project, family_id=family_id,
-                         version=1, content=content, created_by=principal.actor,
-                         candidate_id=row.candidate_id, supersedes=None)
-        self.memory.index(cur, principal.scoped_tenant, family_id, 1, content)
-        records.audit(cur, tenant=principal.scoped_tenant, family_id=family_id, version=1, action="approve",
-                actor=principal.actor, reason=note, before=None,
-                after={"version": 1, "state": VersionState.ACTIVE.value, "content_hash": records.content_hash(content)})
+        self.memory.apply(cur, principal, family.approve(family_id, row.project, content, row.candidate_id), note)
         return family_id, 1
 
     def reject(self, principal: Principal, candidate_id: UUID, reason: str) -> Rejected:
