@@ -477,12 +477,13 @@ def as_json(q: BriefingRequest) -> dict[str, Any]:
     return q.model_dump(mode="json", exclude_none=True)
 
 
-def http_figures(db_url: str, settings: Settings, embedding: str, sequential_n: int = HTTP_QUESTIONS) -> dict[str, Any]:
+def http_figures(db_url: str, settings: Settings, embedding: str, omp_threads: int | None = None,
+                 sequential_n: int = HTTP_QUESTIONS) -> dict[str, Any]:
     """Over HTTP, against an API of the bench's own (2 workers, OPSLORE_EMBEDDING=`embedding`) on the bench
     database: the first briefings (each worker builds its index of the tenant: cold start), then, after warm-up,
     `sequential_n` distinct questions one at a time, the same again (LRU hit), and PROBE_CLIENTS clients for
     PROBE_SECONDS with distinct questions; CPU of the API's processes per briefing, from /proc."""
-    with api_server(db_url, embedding, workers=2) as api:
+    with api_server(db_url, embedding, workers=2, omp_threads=omp_threads) as api:
         key = OpsloreClient(api.url, settings.admin_token).create_key("bench-q", "agent", None)
         warm = [as_json(q) for q in queries(64, offset=600_000)]
         first, first_errors, _ = concurrent(api.url, key, lambda i, n: warm[i], clients=4, seconds=600, each=1)
@@ -499,7 +500,9 @@ def http_figures(db_url: str, settings: Settings, embedding: str, sequential_n: 
         flat, errors, wall = concurrent(api.url, key, lambda i, n: probe_asks[(i * 600 + n) % len(probe_asks)],
                                         clients=PROBE_CLIENTS, seconds=PROBE_SECONDS)
         probe_cpu = (api.cpu_seconds() - cpu) / len(flat) * 1000
+    omp = str(omp_threads) if omp_threads is not None else os.environ.get("OMP_NUM_THREADS", "(unset: all cores)")
     return {"embedding": embedding, "api_workers": 2, "api_briefing_threads": settings.api_briefing_threads,
+            "omp_num_threads": omp,
             "first_briefings_ms": sorted(round(x, 1) for x in first), "first_errors": first_errors,
             "sequential_ms": percentiles(seq), "sequential_errors": seq_errors,
             "sequential_api_cpu_ms_per_briefing": round(seq_cpu, 1),
@@ -554,10 +557,13 @@ def briefing_bench(settings: Settings, pool: VectorPool | None = None,
                     f"{figures['semantic']['first_briefing_builds_index_ms']} ms")
             if os.environ.get("BENCH_HTTP", "1") != "0":
                 figures["http"] = {}
-                for embedding in ([settings.embedding] if embedder is not None else []) + ["off"]:
-                    figures["http"][embedding] = http_figures(db_url, settings, embedding)
-                    log(f"briefing at {total} over HTTP, {embedding}: "
-                        f"{figures['http'][embedding]['sequential_ms']}, probe {figures['http'][embedding]['probe']}")
+                runs: list[tuple[str, str, int | None]] = [("off", "off", None)]
+                if embedder is not None:  # as deployed (OpenMP threads as the environment has them), and 1 thread
+                    runs += [(settings.embedding, settings.embedding, None),
+                             (f"{settings.embedding}, OMP_NUM_THREADS=1", settings.embedding, 1)]
+                for label, embedding, omp in runs:
+                    figures["http"][label] = h = http_figures(db_url, settings, embedding, omp)
+                    log(f"briefing at {total} over HTTP, {label}: {h['sequential_ms']}, probe {h['probe']}")
             results[str(total)] = figures
         db.close()
     finally:
