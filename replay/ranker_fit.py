@@ -48,7 +48,7 @@ from services.briefing.rank import (
     text_features,
 )
 from services.briefing.semantic import SemanticIndex
-from services.briefing.service import BriefingService, Retrieved
+from services.briefing.service import BriefingService, Embedded, Retrieved
 from services.cli.client import OpsloreClient
 from services.common.auth import Principal
 from services.common.db import Database
@@ -85,7 +85,7 @@ class Harness:
     def ask(self, pm: rw.Postmortem, lang: rw.Lang, exclude: str | None = None) -> Asked:
         req = BriefingRequest.model_validate(pm.request(lang))
         vector = self.service.embed(req)
-        lexical_only = type(vector)(None, failed=False)
+        lexical_only = Embedded(None, failed=False)
         with self.db.tenant_transaction(self.principal.scoped_tenant) as cur:
             found = self.service.retrieve(cur, self.principal, req, self.now, vector)
             bare = self.service.retrieve(cur, self.principal, req, self.now, lexical_only)
