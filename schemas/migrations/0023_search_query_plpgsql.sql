@@ -6,12 +6,6 @@
 -- pgbench, one client, BEGIN + set_config + the candidate function + COMMIT for a bench question against a
 -- 40-version tenant: 0.61-0.80 ms before, 0.61-0.67 ms after (3 alternating runs of 4 s); a call of the
 -- function alone in a loop inside one transaction cost the same either way, as it should.
-CREATE OR REPLACE FUNCTION opslore_search_query(p_tenant text, p_lexemes text[]) RETURNS tsquery
-  LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
-  AS $$
-BEGIN
-  RETURN (SELECT string_agg('''' || replace(replace(p_tenant || '/' || x, '\', '\\'), '''', '''''') || '''',
-                            ' | ')::tsquery
-          FROM unnest(p_lexemes) x);
-END
-$$;
+-- Squashed (#31): the function is no longer defined here. Its one current definition is
+-- schemas/sql/opslore_search_query.sql, applied after the forward migrations; the text first applied
+-- is in git history, its checksum accepted in schemas/migrations/accepted_checksums.txt.
