@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from schemas.ledger import BoundedTime, ImportedPostmortem
 
@@ -250,7 +250,18 @@ class Applicability(_Model):
 
 
 class ApprovalEdits(_Model):
+    """What a reviewer changes while approving (v1.2 has summary, valid_until, applicability; the rest extend
+    it). The reviewer's words are the record's: root cause, category, services and resolution edited here
+    replace the draft's before the record is matched against existing families and written. The candidate
+    keeps the draft as proposed, so version 1 against its candidate is the edit's diff."""
+
     summary: str | None = Field(default=None, min_length=1, max_length=4000)
+    root_cause: str | None = Field(default=None, min_length=1, max_length=4000)
+    root_cause_category: str | None = Field(default=None, min_length=1, max_length=200,
+                                            pattern=r"^[^\s]+$")
+    services: list[Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]] | None = \
+        Field(default=None, max_length=50)
+    resolution: str | None = Field(default=None, min_length=1, max_length=4000)
     valid_until: BoundedTime | None = None
     applicability: Applicability | None = None
     level: Literal["long", "permanent"] | None = None

@@ -15,6 +15,7 @@ edits (summary, owner, valid until, environment and cluster).
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from datetime import UTC, datetime, time
 from pathlib import Path
 from typing import Annotated, Any
@@ -214,21 +215,51 @@ def candidate_warnings(cand: CandidateView) -> list[str]:
     return out
 
 
-def approval_edits(cand: CandidateView, summary: str, owner: str, valid_until: str, environment: str,
-                   cluster: str) -> ApprovalEdits | None:
-    """The approve API's edits from the form (raises ValidationError or ValueError on a bad value). The form
-    shows the summary escaped (printable): sent back unchanged, it is no edit; `valid_until` is a date, the
-    record valid until that day ends (UTC)."""
-    edited = summary.strip()
+@dataclass(frozen=True)
+class ApprovalForm:
+    """The approve form's fields as sent (text, unvalidated)."""
+
+    summary: str = ""
+    root_cause: str = ""
+    root_cause_category: str = ""
+    services: str = ""
+    resolution_text: str = ""
+    owner: str = ""
+    valid_until: str = ""
+    environment: str = ""
+    cluster: str = ""
+
+
+def _changed(sent: str, current: str | None) -> str | None:
+    """The form's text when the reviewer changed it: the form shows text escaped (printable), so the
+    shown text sent back unchanged is no edit, and neither is an emptied field."""
+    edited = sent.strip()
+    if not edited or (current is not None and edited in (current.strip(), printable(current).strip())):
+        return None
+    return edited
+
+
+def approval_edits(cand: CandidateView, form: ApprovalForm) -> ApprovalEdits | None:
+    """The approve API's edits from the form (raises ValidationError or ValueError on a bad value).
+    `valid_until` is a date, the record valid until that day ends (UTC); services are comma-separated."""
+    content = cand.content
     fields: dict[str, Any] = {}
-    if edited and edited not in (cand.summary, printable(cand.summary)):
-        fields["summary"] = edited
-    if owner.strip():
-        fields["owner"] = owner.strip()
-    if valid_until.strip():
-        fields["valid_until"] = datetime.combine(datetime.fromisoformat(valid_until.strip()).date(), time.max,
+    for name, sent, current in (("summary", form.summary, cand.summary),
+                                ("root_cause", form.root_cause, content.get("root_cause")),
+                                ("root_cause_category", form.root_cause_category, content.get("root_cause_category")),
+                                ("resolution", form.resolution_text, content.get("resolution"))):
+        if (edited := _changed(sent, current)) is not None:
+            fields[name] = edited
+    services = [s.strip() for s in form.services.split(",") if s.strip()]
+    shown = [printable(s) for s in content.get("services") or []]
+    if form.services.strip() and services not in (content.get("services") or [], shown):
+        fields["services"] = services
+    if form.owner.strip():
+        fields["owner"] = form.owner.strip()
+    if form.valid_until.strip():
+        fields["valid_until"] = datetime.combine(datetime.fromisoformat(form.valid_until.strip()).date(), time.max,
                                                  tzinfo=UTC)
-    where = {k: v.strip() for k, v in (("environment", environment), ("cluster", cluster)) if v.strip()}
+    where = {k: v.strip() for k, v in (("environment", form.environment), ("cluster", form.cluster)) if v.strip()}
     if where:
         fields["applicability"] = Applicability(**where)
     return ApprovalEdits(**fields) if fields else None
@@ -238,11 +269,15 @@ def approval_edits(cand: CandidateView, summary: str, owner: str, valid_until: s
 def approve(request: Request, candidate_id: UUID, svc: Svc, who: Reviewer, _: Csrf,
             summary: Annotated[str, Form()] = "", note: Annotated[str, Form()] = "",
             expected_version: Annotated[str, Form()] = "", resolution: Annotated[str, Form()] = "auto",
+            root_cause: Annotated[str, Form()] = "", root_cause_category: Annotated[str, Form()] = "",
+            services: Annotated[str, Form()] = "", resolution_text: Annotated[str, Form()] = "",
             owner: Annotated[str, Form()] = "", valid_until: Annotated[str, Form()] = "",
             environment: Annotated[str, Form()] = "", cluster: Annotated[str, Form()] = "") -> Response:
     cand = svc.review.get_candidate(who, candidate_id)
+    form = ApprovalForm(summary, root_cause, root_cause_category, services, resolution_text, owner, valid_until,
+                        environment, cluster)
     try:
-        edits = approval_edits(cand, summary, owner, valid_until, environment, cluster)
+        edits = approval_edits(cand, form)
     except (ValidationError, ValueError) as exc:
         detail = exc.errors(include_url=False)[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
         return back(f"/ui/candidates/{candidate_id}", request, f"Not approved: an edit is invalid ({detail}).")

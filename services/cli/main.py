@@ -420,12 +420,17 @@ def review_show(candidate_id: str) -> None:
 @review_app.command("approve")
 def review_approve(candidate_id: Annotated[str | None, typer.Argument()] = None, note: str | None = None,
                    summary: Annotated[str | None, typer.Option("--edit-summary", "--summary")] = None,
+                   root_cause: Annotated[str | None, typer.Option("--edit-root-cause")] = None,
+                   category: Annotated[str | None, typer.Option("--edit-category")] = None,
+                   services: Annotated[str | None, typer.Option("--edit-services", help="comma-separated")] = None,
+                   resolution_text: Annotated[str | None, typer.Option("--edit-resolution")] = None,
                    as_new_family: bool = False,
                    every: Annotated[bool, typer.Option("--all", help="every pending candidate")] = False,
                    imported: Annotated[bool, typer.Option("--imported", help="with --all: imported ones")] = False,
                    dry_run: Annotated[bool, typer.Option("--dry-run", help="with --all: list, change nothing")] = False,
                    ) -> None:
-    """Approve a candidate (optionally with an edited summary); 409 if its target record moved since.
+    """Approve a candidate, optionally edited first (summary, root cause, category, services, resolution);
+    409 if its target record moved since.
     `--all [--imported] [--dry-run]`: every pending (imported) candidate, each its own review and audit row."""
     client = _client()
     if every:
@@ -437,8 +442,12 @@ def review_approve(candidate_id: Annotated[str | None, typer.Argument()] = None,
     c = _call(client.request, "GET", f"/v1/candidates/{candidate_id}")
     proposal = c.get("proposal") or {}
     body: dict[str, Any] = {"note": note, "expected_version": proposal.get("current_version")}
-    if summary:
-        body["edits"] = {"summary": summary}
+    edits: dict[str, Any] = {k: v for k, v in (("summary", summary), ("root_cause", root_cause),
+                                               ("root_cause_category", category), ("resolution", resolution_text)) if v}
+    if services is not None:
+        edits["services"] = [s.strip() for s in services.split(",") if s.strip()]
+    if edits:
+        body["edits"] = edits
     if as_new_family:
         body["resolution"], body["expected_version"] = "new_family", None
     elif proposal.get("kind") == "conflict":

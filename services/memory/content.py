@@ -17,7 +17,19 @@ def cap_authority(c: VersionContent) -> VersionContent:
     return c
 
 
+def revise(draft: CandidateDraft, edits: ApprovalEdits | None) -> CandidateDraft:
+    """The draft with the reviewer's edits to what the incident was (root cause, category, services,
+    resolution). Matching against existing families and the record's canonical text both use the result."""
+    if edits is None:
+        return draft
+    update = {k: v for k, v in (("root_cause", edits.root_cause), ("root_cause_category", edits.root_cause_category),
+                                ("services", edits.services), ("resolution", edits.resolution)) if v is not None}
+    return draft.model_copy(update=update) if update else draft
+
+
 def from_draft(draft: CandidateDraft, edits: ApprovalEdits | None, valid_from: datetime) -> VersionContent:
+    """A record version from a draft and the reviewer's edits (`revise` first, then the record-level edits)."""
+    draft = revise(draft, edits)
     canonical = "\n".join(filter(None, [
         f"Root cause: {draft.root_cause}" if draft.root_cause else "",
         f"Category: {draft.root_cause_category}" if draft.root_cause_category else "",

@@ -48,7 +48,9 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
                       "remediation items", "改进措施", "改进项", "后续", "行动项", "待办", "整改", "优化措施")),
     ("root_cause", ("root cause", "root causes", "root-cause", "cause", "causes", "causal", "why it happened",
                     "contributing factors", "根因", "根本原因", "原因", "故障原因")),
-    ("trigger", ("trigger", "triggers", "触发", "诱因")),
+    # Atlassian's template names the failure "Fault" and may carry only "Five whys" for the cause: when no
+    # root-cause section exists, the trigger's text stands in for it (as a trigger section's does)
+    ("trigger", ("trigger", "triggers", "fault", "five whys", "5 whys", "触发", "诱因")),
     ("detection", ("detection", "detected", "how we found out", "发现", "监控告警")),
     ("resolution", ("resolution", "mitigation", "recovery", "remediation", "how we fixed", "fix",
                     "处理过程", "处理", "恢复", "解决", "止损", "修复", "应急")),

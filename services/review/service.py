@@ -21,7 +21,7 @@ from services.common.db import Cursor, Database
 from services.common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from services.common.paging import PageRequest
 from services.memory import family, records
-from services.memory.content import from_draft, merge_into
+from services.memory.content import from_draft, merge_into, revise
 from services.memory.family import Move
 from services.memory.records import FamilyMatch
 from services.memory.service import MemoryService
@@ -108,7 +108,7 @@ class ReviewService:
         tenant = principal.scoped_tenant
         with self.db.tenant_transaction(tenant) as cur:
             row = self.candidate(cur, principal, candidate_id, lock=True)
-            draft = row.draft
+            draft = revise(row.draft, edits)
             if draft.untrusted_text_quoted and (edits is None or edits.summary is None):
                 raise InvalidInput("this candidate's text came from untrusted_text and is only quoted: write the "
                                    "summary yourself (edits.summary) to approve it", field="edits.summary")

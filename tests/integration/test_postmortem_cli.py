@@ -62,3 +62,25 @@ def test_import_a_directory_then_review_it_in_bulk(tenant_client: TenantFactory,
     rejected = cli(client.key, "review", "reject", "--all", "--imported", "--reason", "needs rewording")
     assert rejected.returncode == 0 and "rejected: 1" in rejected.stdout
     assert len(client.candidates(state="rejected")) == 1 and len(pending) == VALID
+
+
+def test_review_approve_edits_the_root_cause_from_the_command_line(tenant_client: TenantFactory,
+                                                                   tmp_path: Path) -> None:
+    client = tenant_client(role="reviewer")
+    doc = tmp_path / "withheld.md"
+    doc.write_text(WITHHELD, encoding="utf-8")
+    assert cli(client.key, "import", "postmortems", str(doc)).returncode == 0
+    pending = eventually(lambda: client.candidates(state="pending", imported="true") or None)
+    candidate_id = str(pending[0]["candidate_id"])
+    bad = cli(client.key, "review", "approve", candidate_id, "--edit-summary", "Checkout outage",
+              "--edit-category", "two words")
+    assert bad.returncode != 0 and "edits.root_cause_category" in bad.stdout + bad.stderr
+    done = cli(client.key, "review", "approve", candidate_id, "--edit-summary", "Checkout outage",
+               "--edit-root-cause", "Connection pool exhausted by a retry storm", "--edit-category", "retry_storm",
+               "--edit-services", "checkout, pgbouncer")
+    assert done.returncode == 0, done.stdout + done.stderr
+    family = re.search(r"family (\S+) version 1", done.stdout)
+    assert family is not None
+    current = client.record(family.group(1))["current"]
+    assert current["root_cause"] == "Connection pool exhausted by a retry storm"
+    assert current["root_cause_category"] == "retry_storm" and current["services"] == ["checkout", "pgbouncer"]

@@ -145,3 +145,34 @@ def test_a_poisoned_postmortem_is_quoted_never_promoted(tenant_client: TenantFac
         assert poison not in text
     hint = client.briefing({"services": ["checkout"], "text": "checkout 503 connection pool exhausted"})["hints"][0]
     assert "Ignore previous" not in str(hint) and "untrusted_source" in {w["code"] for w in hint["warnings"]}
+
+
+def test_a_reviewer_edits_what_the_incident_was_before_approving(tenant_client: TenantFactory) -> None:
+    """Edit-before-approve: the reviewer's root cause, category, services and resolution are the record's
+    (its text, what briefings find it by); the candidate keeps the draft as parsed; a bad edit is a 422
+    naming the field and writes nothing."""
+    client = tenant_client(role="reviewer")
+    answer = _import(client, "gitlab-2017-01-31.md", source_ref=f"wiki/{uuid.uuid4()}")
+    cand = _imported_candidates(client, answer["incident_id"])[0]
+    parsed_cause = cand["content"]["root_cause"]
+    with pytest.raises(ApiError) as bad:
+        client.approve(cand["candidate_id"], edits={"root_cause_category": "operator error"})
+    assert bad.value.status == 422 and bad.value.field == "edits.root_cause_category"
+    with pytest.raises(ApiError) as empty:
+        client.approve(cand["candidate_id"], edits={"services": [""]})
+    assert empty.value.status == 422 and (empty.value.field or "").startswith("edits.services")
+    assert client.request("GET", f"/v1/candidates/{cand['candidate_id']}")["state"] == "pending"
+    edits = {"root_cause": "rm -rf ran on the primary's data directory during replication repair; no backup "
+                           "method had ever been restored",
+             "root_cause_category": "operator_error", "services": ["gitlab-db-primary", "pg-backup"],
+             "resolution": "Restored from a six-hour-old LVM snapshot on staging."}
+    approved = client.approve(cand["candidate_id"], note="cause reworded from the postmortem", edits=edits)
+    current = client.record(approved["family_id"])["current"]
+    assert current["root_cause"] == edits["root_cause"] and current["root_cause_category"] == "operator_error"
+    assert current["services"] == ["gitlab-db-primary", "pg-backup"] and current["imported"] is True
+    assert "Resolution: Restored from a six-hour-old LVM snapshot" in current["canonical_content"]
+    assert parsed_cause not in current["canonical_content"]
+    assert client.request("GET", f"/v1/candidates/{cand['candidate_id']}")["content"]["root_cause"] == parsed_cause
+    hint = client.briefing({"services": ["pg-backup"], "text": "backup restore never tested, data directory "
+                                                               "removed on the primary"})["hints"][0]
+    assert hint["family_id"] == approved["family_id"] and hint["root_cause"] == edits["root_cause"]

@@ -5,8 +5,8 @@ template, one with terminal escapes in its text, and one whose root cause is an 
 the queue filtered to imported candidates, a candidate's parsed fields beside its escaped source document,
 then the selection approved in one form post with one note. Each approval is its own record (imported) and
 its own audit row; the withheld one is skipped with its reason and approved alone with the reviewer's own
-words and the other edits the approve API takes. Clicks per candidate are counted for the bulk path and the
-single path and written to test-artifacts/ui/import-review-clicks.json.
+words (summary and root cause) and the other edits the approve API takes. Clicks per candidate are counted
+for the bulk path and the single path and written to test-artifacts/ui/import-review-clicks.json.
 """
 
 from __future__ import annotations
@@ -105,6 +105,9 @@ def test_bulk_review_of_an_import_in_the_browser(browser: Browser, tenant_client
     single.click(page.get_by_role("link", name=withheld_incident))
     expect(page.get_by_role("table", name="parsed fields")).to_contain_text("withheld")
     page.get_by_label("Summary (edit to approve with a change)").fill("Checkout outage; its fix was an order")
+    page.get_by_label("Root cause", exact=True).fill("A retry storm from the checkout workers saturated the pool")
+    page.get_by_label("Root-cause category (one word, e.g. bad_deploy)").fill("retry_storm")
+    page.get_by_label("Services (comma-separated)").fill("checkout, pgbouncer")
     page.get_by_label("Owner (empty: project:default)").fill("team:database")
     page.get_by_label("Applies only to environment (optional)").fill("prod")
     single.click(page.get_by_role("button", name="Approve", exact=True))
@@ -113,6 +116,8 @@ def test_bulk_review_of_an_import_in_the_browser(browser: Browser, tenant_client
     current = client.record(str(alone["family_id"]))["current"]
     assert current["summary"] == "Checkout outage; its fix was an order" and current["imported"]
     assert current["owner"] == "team:database" and current["environment"] == "prod"
+    assert current["root_cause"] == "A retry storm from the checkout workers saturated the pool"
+    assert current["root_cause_category"] == "retry_storm" and current["services"] == ["checkout", "pgbouncer"]
     page.goto(f"{settings.api_url}/ui/?imported=true")
     expect(page.get_by_text("Nothing to review.")).to_be_visible()
 

@@ -41,7 +41,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         services=["github-web", "mysql-primary", "orchestrator"], alert="MySQLReplicationLag", severity="Sev 1",
         started_at=_day(2018, 10, 21, 22, 52), resolved_at=_day(2018, 10, 22, 23, 3), symptoms_from="impact",
         root_cause="fail over across regions", resolution="Restored the East Coast databases", action_items=3,
-        lessons=2, timeline=4, unparsed=["Leadup", "Fault", "Response"]),
+        trigger="saw the East Coast primaries as unreachable", lessons=2, timeline=4, unparsed=["Leadup", "Response"]),
     "pagerduty-cloudflare-2019-07-02.md": dict(
         title="Cloudflare outage caused by a bad WAF rule", services=["edge-proxy", "waf"], alert="EdgeHTTP502Spike",
         severity="SEV-1", started_at=_day(2019, 7, 2), symptoms_from="summary", summary="502 errors worldwide",
@@ -173,6 +173,24 @@ def test_sections_are_found_whatever_the_level_and_order() -> None:
     assert pm.root_cause == "The cache key collided." and pm.symptoms == ["Logins failed."]
     assert pm.resolution == "Flushed the cache." and pm.action_items == ["Namespaced keys"]
     assert pm.sections == ["root_cause", "impact", "resolution", "action_items"]
+
+
+def test_an_atlassian_document_with_only_a_fault_section_takes_its_cause_from_the_fault() -> None:
+    """Atlassian's template: Leadup, Fault, Impact, Detection, Response, Recovery; teams often leave the
+    blameless root cause empty or drop it. The fault then stands in for the cause (as a trigger does);
+    Response (who was paged, which channel) is not the resolution and stays unparsed."""
+    doc = (FIXTURES / "atlassian-github-2018-10-21.md").read_text()
+    doc = doc[:doc.index("## Blameless root cause")] + doc[doc.index("## Lessons learned"):]
+    pm = parse("markdown", doc)
+    assert pm.root_cause is not None and pm.root_cause.startswith("Orchestrator, which manages MySQL")
+    assert pm.trigger == pm.root_cause and pm.unparsed == ["Leadup", "Response"]
+
+
+def test_five_whys_stand_in_for_a_missing_root_cause() -> None:
+    doc = ("# Checkout errors\n\n## Impact\n\nCheckout returned 500s.\n\n## Five whys\n\n"
+           "1. Checkout failed because the pool was empty.\n2. The pool was empty because queries were slow.\n")
+    pm = parse("markdown", doc)
+    assert pm.root_cause is not None and "queries were slow" in pm.root_cause
 
 
 # where a poisoning text is put into a document: (name, document template with POISON)
