@@ -10,7 +10,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
 
 from schemas.guard import Guarded
-from schemas.ledger import BoundedTime, ShortText, TenantName
+from schemas.ledger import SERVICE_VERSION, BoundedTime, ShortText, TenantName
 from schemas.memory import ApprovalEdits, FamilyState, ProposalState
 
 LabelValue = Annotated[str, StringConstraints(max_length=1024)]
@@ -82,7 +82,7 @@ class BriefingRequest(_Req):
     text: str | None = Field(default=None, max_length=4000)
     environment: ShortText | None = None
     cluster: ShortText | None = None
-    version: ShortText | None = None
+    service_version: ShortText | None = Field(default=None, validation_alias=SERVICE_VERSION)  # v1.2: `version`
     topology_fingerprint: ShortText | None = None
     limit: int = Field(default=5, ge=1, le=10)
     explain: bool = False

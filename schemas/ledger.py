@@ -16,6 +16,7 @@ from uuid import UUID, uuid4
 import orjson
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -93,13 +94,19 @@ class Alert(_Strict):
                       Field(max_length=64)] = Field(default_factory=dict)
 
 
+# The software version deployed where the incident happens (or the question is asked) is `service_version`
+# (contract extension; v1.2 names it `version`, still accepted on input, and events already on the ledger carry
+# that name: they are read the same). Not a memory version number, nor a record's `version_range`.
+SERVICE_VERSION = AliasChoices("service_version", "version")
+
+
 class IncidentOpened(_Payload):
     alert: Alert
     title: Text | None = None
     services: Tags = Field(default_factory=list)
     environment: ShortText | None = None
     cluster: ShortText | None = None
-    version: ShortText | None = None
+    service_version: ShortText | None = Field(default=None, validation_alias=SERVICE_VERSION)
     topology_fingerprint: ShortText | None = None
 
 

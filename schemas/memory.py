@@ -13,7 +13,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from schemas.ledger import BoundedTime, ImportedPostmortem
+from schemas.ledger import SERVICE_VERSION, BoundedTime, ImportedPostmortem
 
 MAX_OBSERVATIONS = 200
 MAX_ACTIONS = 50
@@ -117,7 +117,8 @@ class Episode(_Model):
     services: list[str] = Field(default_factory=list)
     environment: str | None = None
     cluster: str | None = None
-    version: str | None = None
+    # stored episodes and drafts written before the rename say `version`
+    service_version: str | None = Field(default=None, validation_alias=SERVICE_VERSION)
     topology_fingerprint: str | None = None
     opened_at: datetime | None = None
     resolved_at: datetime | None = None
@@ -180,7 +181,7 @@ class CandidateDraft(_Model):
     misleading_signals: list[str] = Field(default_factory=list)
     environment: str | None = None
     cluster: str | None = None
-    version: str | None = None
+    service_version: str | None = Field(default=None, validation_alias=SERVICE_VERSION)
     topology_fingerprint: str | None = None
     source_incidents: list[str] = Field(default_factory=list)
     evidence: list[EvidenceRef] = Field(default_factory=list)

@@ -99,7 +99,7 @@ class RankQuery:
     tokens: frozenset[str]
     environment: str | None = None
     cluster: str | None = None
-    version: str | None = None
+    service_version: str | None = None  # the deployed software's, not a record's version
     topology: str | None = None
 
     @cached_property
@@ -113,7 +113,7 @@ class RankQuery:
     @cached_property
     def scoped(self) -> bool:
         """The question names an environment, cluster, version or topology."""
-        return bool(self.environment or self.cluster or self.version or self.topology)
+        return bool(self.environment or self.cluster or self.service_version or self.topology)
 
 
 @dataclass(frozen=True)
@@ -284,7 +284,7 @@ def decay(row: RecordFacts, policy: RankPolicy) -> float:
 
 def _scope_pairs(q: RankQuery, row: RecordFacts) -> tuple[tuple[str | None, str | None], ...]:
     """(asked, learned) for environment, cluster, version and topology."""
-    return ((q.environment, row.environment), (q.cluster, row.cluster), (q.version, row.version_range),
+    return ((q.environment, row.environment), (q.cluster, row.cluster), (q.service_version, row.version_range),
             (q.topology, row.topology_fingerprint))
 
 

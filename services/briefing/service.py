@@ -104,7 +104,7 @@ def build_query(req: BriefingRequest) -> tuple[RankQuery, list[str]]:
     tokens = list(query_tokens(query_text(req)))
     q = RankQuery(alert=req.alert.name if req.alert else None, services=frozenset(req.services),
                   signals=frozenset(req.signals), entities=frozenset(req.entities), tokens=frozenset(tokens),
-                  environment=req.environment, cluster=req.cluster, version=req.version,
+                  environment=req.environment, cluster=req.cluster, service_version=req.service_version,
                   topology=req.topology_fingerprint)
     return q, tokens
 

@@ -61,7 +61,7 @@ def _environment(q: RankQuery, row: RecordFacts) -> list[Warning_]:
     out: list[Warning_] = []
     diffs = [f"{name} {have!r} (now {asked!r})" for name, asked, have in (
         ("environment", q.environment, row.environment), ("cluster", q.cluster, row.cluster),
-        ("version", q.version, row.version_range)) if asked and have and asked != have]
+        ("version", q.service_version, row.version_range)) if asked and have and asked != have]
     if diffs:
         out.append(Warning_(code="environment_mismatch", message="Learned in " + ", ".join(diffs) + "."))
     if q.topology and row.topology_fingerprint and q.topology != row.topology_fingerprint:

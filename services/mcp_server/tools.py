@@ -99,7 +99,8 @@ def _register_reads(server: MCPServer[Any], backend_of: BackendOf) -> None:
         text: Annotated[str | None, Field(max_length=4000, description="the question in words")] = None,
         environment: ShortText | None = None,
         cluster: ShortText | None = None,
-        version: ShortText | None = None,
+        service_version: Annotated[ShortText | None, Field(description="the software version deployed")] = None,
+        version: Annotated[ShortText | None, Field(description="v1.2's name of service_version")] = None,
         topology_fingerprint: ShortText | None = None,
         limit: Annotated[int, Field(ge=1, le=10)] = 5,
         incident_id: IncidentId | None = None,
@@ -109,7 +110,7 @@ def _register_reads(server: MCPServer[Any], backend_of: BackendOf) -> None:
         `verify_with` live checks: run them (or verify_briefing) before citing a hint, and prefer current
         evidence when they disagree. `rendered` is a compact text form for your context."""
         request = dict(alert=alert, services=services, signals=signals, entities=entities, text=text,
-                       environment=environment, cluster=cluster, version=version,
+                       environment=environment, cluster=cluster, service_version=service_version or version,
                        topology_fingerprint=topology_fingerprint, limit=limit, incident_id=incident_id)
         return await _run(backend_of, lambda b: b.brief(BriefingRequest.model_validate(
             {k: v for k, v in request.items() if v is not None})))

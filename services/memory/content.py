@@ -44,7 +44,7 @@ def from_draft(draft: CandidateDraft, edits: ApprovalEdits | None, valid_from: d
         misleading_signals=draft.misleading_signals, source_incidents=draft.source_incidents,
         evidence=draft.evidence, verify_with=draft.verify_with, trust_mix=draft.trust_mix,
         confidence=draft.confidence, environment=draft.environment, cluster=draft.cluster,
-        version_range=draft.version, topology_fingerprint=draft.topology_fingerprint,
+        version_range=draft.service_version, topology_fingerprint=draft.topology_fingerprint,
         observed_at=draft.observed_at, valid_from=valid_from, last_verified_at=draft.last_verified_at,
         imported=draft.imported,
     )

@@ -159,10 +159,10 @@ def imported_draft(episode: Episode) -> CandidateDraft:
 def _scope(episode: Episode) -> dict[str, Any]:
     """Alert, services and environment as the incident was opened: promoted only from a trusted opening."""
     if episode.opened_trust == UNTRUSTED:
-        return {"alert_name": None, "services": [], "environment": None, "cluster": None, "version": None,
+        return {"alert_name": None, "services": [], "environment": None, "cluster": None, "service_version": None,
                 "topology_fingerprint": None}
     return {"alert_name": episode.alert_name, "services": list(episode.services), "environment": episode.environment,
-            "cluster": episode.cluster, "version": episode.version,
+            "cluster": episode.cluster, "service_version": episode.service_version,
             "topology_fingerprint": episode.topology_fingerprint}
 
 

@@ -128,7 +128,7 @@ def _opened(episode: Episode, event: ledger.LedgerRecord, p: ledger.IncidentOpen
     episode.services = _merge(episode.services, p.services)
     episode.environment = p.environment or episode.environment
     episode.cluster = p.cluster or episode.cluster
-    episode.version = p.version or episode.version
+    episode.service_version = p.service_version or episode.service_version
     episode.topology_fingerprint = p.topology_fingerprint or episode.topology_fingerprint
     episode.opened_at = episode.opened_at or event.occurred_at
 

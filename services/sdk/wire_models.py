@@ -25,7 +25,7 @@ from datetime import date, datetime
 from typing import Any, Literal, Union, get_args, get_origin
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel
+from pydantic import AliasChoices, AwareDatetime, BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -56,7 +56,7 @@ from __future__ import annotations
 {datetime}from typing import {typing}
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import {pydantic}BaseModel, ConfigDict, Field
 
 
 class _Answer(BaseModel):
@@ -116,6 +116,17 @@ class Writer:
                     found[name] = value
         return [f"{k}={v!r}" for k, v in found.items()]
 
+    @staticmethod
+    def _aliases(info: FieldInfo) -> list[str]:
+        """The other names a field is read under (e.g. `service_version`, once `version`): the client accepts them
+        as the server does, in requests and in answers (an older server's)."""
+        alias = info.validation_alias
+        if alias is None:
+            return []
+        if not isinstance(alias, AliasChoices) or not all(isinstance(c, str) for c in alias.choices):
+            raise TypeError(f"no client spelling for the alias {alias!r}")
+        return ["validation_alias=AliasChoices(" + ", ".join(repr(c) for c in alias.choices) + ")"]
+
     def _default(self, info: FieldInfo, bounds: list[str]) -> str | None:
         if info.default_factory is not None:
             factory = info.default_factory
@@ -140,13 +151,15 @@ class Writer:
                 lines += textwrap.wrap(f'"""{paragraph}"""', 110, initial_indent="    ", subsequent_indent="    ")
                 lines.append("")
             for name, info in model.model_fields.items():
-                default = self._default(info, self._bounds(info) if self.base[model] == "_Request" else [])
+                own = self._bounds(info) if self.base[model] == "_Request" else []
+                default = self._default(info, own + self._aliases(info))
                 spelled = self._type(info.annotation, self.base[model])
                 lines.append(f"    {name}: {spelled}" + (f" = {default}" if default is not None else ""))
             parts.append("\n".join(lines) + "\n")
         body = "\n\n".join(parts)
         used = [name for name in ("date", "datetime") if re.search(rf"\b{name}\b", body)]
         header = HEADER.replace("{datetime}", f"from datetime import {', '.join(used)}\n" if used else "")
+        header = header.replace("{pydantic}", "AliasChoices, " if "AliasChoices(" in body else "")
         header = header.replace("{typing}", ", ".join(n for n in ("Any", "Literal") if re.search(rf"\b{n}\[?", body)))
         return header + "\n\n" + body
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 
 class _Answer(BaseModel):
@@ -35,7 +35,7 @@ class BriefingRequest(_Request):
     text: str | None = Field(None, max_length=4000)
     environment: str | None = None
     cluster: str | None = None
-    version: str | None = None
+    service_version: str | None = Field(None, validation_alias=AliasChoices('service_version', 'version'))
     topology_fingerprint: str | None = None
     limit: int = Field(5, ge=1, le=10)
     explain: bool = False
@@ -219,7 +219,7 @@ class EpisodeView(_Answer):
     services: list[str] = Field(default_factory=list)
     environment: str | None = None
     cluster: str | None = None
-    version: str | None = None
+    service_version: str | None = Field(None, validation_alias=AliasChoices('service_version', 'version'))
     topology_fingerprint: str | None = None
     opened_at: datetime | None = None
     resolved_at: datetime | None = None
