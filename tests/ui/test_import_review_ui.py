@@ -12,6 +12,8 @@ for the bulk path and the single path and written to test-artifacts/ui/import-re
 from __future__ import annotations
 
 import json
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from services.common.settings import Settings
 from tests.conftest import TenantFactory
 from tests.factories import resolved_incident
 from tests.integration.helpers import eventually
+from tests.integration.test_cli import cli
 from tests.integration.test_postmortem_cli import WITHHELD as WITHHELD_TEXT
 from tests.ui.test_review_ui import ARTIFACTS, browser, log_in, shot
 
@@ -158,3 +161,36 @@ def test_bulk_reject_needs_a_reason_and_writes_one_review_each(browser: Browser,
     assert len(rejected) == 2 and all(c["review"]["note"] == "duplicates of the wiki's copy" for c in rejected)
     assert client.records() == []
     page.close()
+
+
+def test_the_real_history_imported_in_one_command_is_approved_in_one_post(
+        browser: Browser, tenant_client: TenantFactory, settings: Settings) -> None:
+    """The recall corpus's history as a team's wiki (replay/realworld/markdown: four templates, 复盘 among
+    them): one `opslore import postmortems` command, then the queue filtered to imported, select all, one
+    note, Approve selected. Every document is a candidate and every candidate its own record and audit row."""
+    client = tenant_client(role="reviewer")
+    documents = sorted(REAL.glob("*.md"))
+    done = cli(client.key, "import", "postmortems", str(REAL))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(rf"imported\W+{len(documents)}\b", done.stdout), done.stdout
+    eventually(lambda: len(client.candidates(state="pending", imported="true")) == len(documents) or None,
+               timeout=180)
+    page: Page = browser.new_page(viewport={"width": 1400, "height": 900})
+    log_in(page, settings, client.key)
+    page.goto(f"{settings.api_url}/ui/?imported=true")
+    expect(page.get_by_role("table", name="pending candidates").locator("tbody tr")).to_have_count(len(documents))
+    page.get_by_label("Select all", exact=True).click()
+    page.get_by_label("Note for approval, reason for rejection").fill("imported from the wiki")
+    page.set_default_timeout(300_000)  # one post approves them all, one transaction each
+    started = time.perf_counter()
+    page.get_by_role("button", name="Approve selected").click()
+    expect(page.get_by_role("status")).to_contain_text(f"Approved {len(documents)} of {len(documents)}.")
+    seconds = time.perf_counter() - started
+    page.close()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "import-review-bulk-time.json").write_text(json.dumps(
+        {"candidates": len(documents), "seconds": round(seconds, 2),
+         "seconds_per_candidate": round(seconds / len(documents), 3)}, indent=2), encoding="utf-8")
+    records = client.records()
+    assert len(records) == len(documents) and all(r["imported"] for r in records)
+    assert client.candidates(state="pending") == []
