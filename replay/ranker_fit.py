@@ -15,10 +15,12 @@
    without an embedding; fitted on the same candidates, since across organisations the lexical branches alone
    retrieve a handful: 65 pairs, 4 positive).
 4. The abstention point and the category weight, on the dev questions only (recurrences and novel, both
-   languages): every combination on a grid is ranked in process (`rank`, the live function) and scored by the
-   planner; the pick minimises memory-on's total checks (recurrences plus one per hinted class on novel
-   questions), then maximises Recall@5. The whole trade-off curve (Recall@5 against false-hint rate per
-   threshold) is written next to the coefficients.
+   languages, each asked as written and again text-only, without its alert and signals, as an agent with only
+   words asks): every combination on a grid is ranked in process (`rank`, the live function) and scored by the
+   planner; the pick minimises memory-on's total checks over the four conditions (recurrences plus one per
+   hinted class on novel questions), then maximises Recall@5. The whole trade-off curve (Recall@5 against
+   false-hint rate and checks per threshold, per condition) is written next to the coefficients, so a team that
+   prefers recall can read what `OPSLORE_BRIEFING_MIN_RELEVANCE` buys.
 """
 
 from __future__ import annotations
@@ -68,6 +70,11 @@ class Asked:
     lang: rw.Lang
     found: Retrieved  # with the semantic branch
     lexical: Retrieved  # the same question without an embedding
+    text_only: bool = False  # asked without its alert and signals (the agent had only words)
+
+    @property
+    def condition(self) -> str:
+        return f"{self.lang}{'-text-only' if self.text_only else ''}"
 
 
 class Harness:
@@ -82,8 +89,8 @@ class Harness:
         self.incidents_of = incidents_of  # family id -> its source incidents
         self.now = datetime.now(UTC)
 
-    def ask(self, pm: rw.Postmortem, lang: rw.Lang, exclude: str | None = None) -> Asked:
-        req = BriefingRequest.model_validate(pm.request(lang))
+    def ask(self, pm: rw.Postmortem, lang: rw.Lang, exclude: str | None = None, text_only: bool = False) -> Asked:
+        req = BriefingRequest.model_validate(pm.request(lang, text_only))
         vector = self.service.embed(req)
         lexical_only = Embedded(None, failed=False)
         with self.db.tenant_transaction(self.principal.scoped_tenant) as cur:
@@ -92,7 +99,7 @@ class Harness:
         if exclude:
             found.rows = [r for r in found.rows if exclude not in self.incidents_of.get(str(r.family_id), set())]
             bare.rows = [r for r in bare.rows if exclude not in self.incidents_of.get(str(r.family_id), set())]
-        return Asked(pm, lang, found, bare)
+        return Asked(pm, lang, found, bare, text_only)
 
     def close(self) -> None:
         self.service.close()
@@ -188,21 +195,21 @@ def choose(asked: list[Asked], pms: list[rw.Postmortem], name: str, doc: dict[st
         for t in THRESHOLDS:
             model = TextModel.of(name, {**doc, "min_relevance": t, "category_weight": cw})
             policy = RankPolicy(now=None, model=model)
-            per_lang = {}
-            for lang in ("en", "zh"):
+            per_condition = {}
+            for condition in dict.fromkeys(a.condition for a in asked):
                 rankings = {}
-                for a in (a for a in asked if a.lang == lang):
+                for a in (a for a in asked if a.condition == condition):
                     f = a.lexical if lexical else a.found
                     ranked = rank(f.query, f.rows, policy, rw.K, f.similarities, f.stats)
                     rankings[a.pm.id] = rw.Ranking(a.pm.id, [[str(s.facts.family_id)] for s in ranked.hints],
                                                    [s.facts.root_cause_category for s in ranked.hints])
-                per_lang[lang] = rankings
+                per_condition[condition] = rankings
             point: dict[str, Any] = {"min_relevance": t, "category_weight": cw}
             checks = 0.0
             r5 = 0.0
-            for lang, rankings in per_lang.items():
-                sc = _score(pms, [a.pm for a in asked if a.lang == lang], rankings)
-                point[lang] = sc
+            for condition, rankings in per_condition.items():
+                sc = _score(pms, [a.pm for a in asked if a.condition == condition], rankings)
+                point[condition] = sc
                 checks += sc["checks_on"]
                 r5 += sc["recall_at_5"]
             curve.append(point)
@@ -250,7 +257,8 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, ou
             x, y, g = training_pairs(harness, pms, names, lexical, progress)
             m, c, cv = fit_logistic(x, y, g)
             models[key] = model_doc(m, names, c, cv, len(y), int(y.sum()))
-        dev = [harness.ask(pm, lang) for pm in rw.questions(pms, "dev") for lang in ("en", "zh")]
+        dev = [harness.ask(pm, lang, text_only=text_only) for pm in rw.questions(pms, "dev") for lang in ("en", "zh")
+               for text_only in (False, True)]
         tuning = {}
         for key, doc in models.items():
             picked = choose(dev, pms, key, doc, lexical=key == "lexical")
