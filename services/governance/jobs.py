@@ -9,7 +9,10 @@ Jobs:
 - `stale`: not verified within the horizon -> a re-verification request (audit marker). Age alone never
   expires a lesson: expiry comes from a validity window, disuse or refutation.
 - `duplicate`: same project and root-cause category, near-identical root cause and signals -> one
-  consolidated version of the family with the most sources, the others marked consolidated into it.
+  consolidated version of the family with the most sources, the others marked consolidated into it. A record
+  without a category (an imported postmortem's, usually: teams seldom write one) is compared by its root
+  cause's words alone, at the stricter `uncategorised_similarity`: the same postmortem imported from the wiki
+  and again from an export is found here, never merged on import.
 - `never_hit`: never cited by a briefing within `never_hit_days` of its creation -> expire.
 - `low_confidence`: refuted more often than adopted, at least `min_refutations` times -> retract.
 - `promote`: pending candidates of >= 2 incidents with the same category and overlapping signals, and no
@@ -71,6 +74,7 @@ class Policy:
     never_hit_days: int = 90
     min_refutations: int = 2
     duplicate_similarity: float = 0.5
+    uncategorised_similarity: float = 0.8  # root-cause Jaccard when either record has no category
 
 
 @dataclass(frozen=True)
@@ -152,9 +156,12 @@ def _clusters(items: list[Any], same: Callable[[Any, Any], bool]) -> list[list[A
 
 def duplicate(families: Iterable[Family], policy: Policy) -> list[Proposal]:
     def same(a: Family, b: Family) -> bool:
-        return (a.project == b.project and a.category is not None and a.category == b.category
-                and jaccard(words(a.root_cause), words(b.root_cause)) >= policy.duplicate_similarity
-                and jaccard(a.signals, b.signals) >= policy.duplicate_similarity)
+        if a.project != b.project or jaccard(a.signals, b.signals) < policy.duplicate_similarity:
+            return False
+        causes = words(a.root_cause), words(b.root_cause)
+        if a.category is not None and b.category is not None:
+            return a.category == b.category and jaccard(*causes) >= policy.duplicate_similarity
+        return all(causes) and jaccard(*causes) >= policy.uncategorised_similarity
 
     out = []
     ordered = sorted(families, key=lambda f: (f.created_at, str(f.family_id)))
@@ -164,12 +171,17 @@ def duplicate(families: Iterable[Family], policy: Policy) -> list[Proposal]:
         incidents = sorted({i for f in group for i in f.source_incidents})
         out.append(Proposal(
             "duplicate", keeper.project, tuple(f.family_id for f in [keeper, *others]),
-            f"{len(group)} records of category {keeper.category} state the same root cause; consolidated they "
+            f"{len(group)} records {_of_category(group)}state the same root cause; consolidated they "
             f"cite incidents {', '.join(incidents)}",
             {"action": "consolidate", "keeper": str(keeper.family_id),
              "merged": [str(f.family_id) for f in others]},
             tuple((f.family_id, f.version) for f in [keeper, *others])))
     return out
+
+
+def _of_category(group: list[Family]) -> str:
+    named = sorted({f.category for f in group if f.category})
+    return f"of category {', '.join(named)} " if named else "without a category "
 
 
 def promote(candidates: Iterable[Candidate], families: Iterable[Family], policy: Policy) -> list[Proposal]:

@@ -176,3 +176,23 @@ def test_a_reviewer_edits_what_the_incident_was_before_approving(tenant_client: 
     hint = client.briefing({"services": ["pg-backup"], "text": "backup restore never tested, data directory "
                                                                "removed on the primary"})["hints"][0]
     assert hint["family_id"] == approved["family_id"] and hint["root_cause"] == edits["root_cause"]
+
+
+def test_the_same_postmortem_imported_twice_is_two_candidates_and_one_duplicate_finding(
+        tenant_client: TenantFactory) -> None:
+    """Duplicates inside an import are never merged on import: the wiki's copy and an export's copy (a word
+    changed) are two incidents and two candidates; approved, the governance `duplicate` job proposes them as
+    one (neither has a category: their root causes' words are compared at the stricter threshold)."""
+    client = tenant_client(role="reviewer")
+    doc = (FIXTURES / "gitlab-2017-01-31.md").read_text(encoding="utf-8")
+    wiki = client.import_postmortem("markdown", doc, source_ref="wiki/gitlab.md")
+    export = client.import_postmortem("markdown", doc.replace("about 18 hours", "roughly 18 hours"),
+                                      source_ref="confluence/GitLab database outage")
+    assert wiki["incident_id"] != export["incident_id"]
+    pending = _imported_candidates(client, wiki["incident_id"]) + _imported_candidates(client, export["incident_id"])
+    families = {client.approve(str(c["candidate_id"]), note="imported")["family_id"] for c in pending}
+    assert len(families) == 2 and len(client.records()) == 2
+    preview = client.request("POST", "/v1/governance/preview", json={"jobs": ["duplicate"]})
+    assert [p["kind"] for p in preview["proposals"]] == ["duplicate"]
+    assert set(preview["proposals"][0]["family_ids"]) == families
+    assert "without a category" in preview["proposals"][0]["reason"]

@@ -67,6 +67,23 @@ def test_duplicates_cluster_and_keep_the_richest_family() -> None:
     assert set(p.based_on) == {(a.family_id, 1), (b.family_id, 1)} and "INC-1, INC-2, INC-3" in p.reason
 
 
+def test_records_without_a_category_are_duplicates_only_when_their_root_causes_are_near_identical() -> None:
+    cause = "rm -rf ran on the primary's data directory and no backup method had ever been restored"
+    wiki = fam(source_incidents=("pm-wiki",), category=None, signals=frozenset(), root_cause=cause)
+    export = fam(source_incidents=("pm-export",), category=None, signals=frozenset(), root_cause=cause + " in time")
+    ledger = fam(source_incidents=("INC-9",), category="operator_error", signals=frozenset(), root_cause=cause)
+    loose = fam(source_incidents=("pm-other",), category=None, signals=frozenset(),
+                root_cause="rm -rf ran on the primary's data directory")  # half the words: not the same
+    blank = [fam(source_incidents=(f"pm-{i}",), category=None, signals=frozenset(), root_cause=None) for i in (1, 2)]
+    found = J.duplicate([wiki, export, ledger, loose, *blank], J.Policy(now=NOW))
+    assert len(found) == 1 and set(found[0].family_ids) == {wiki.family_id, export.family_id, ledger.family_id}
+    assert "of category operator_error" in found[0].reason
+    only_uncategorised = J.duplicate([wiki, export], J.Policy(now=NOW))
+    assert "without a category" in only_uncategorised[0].reason
+    strict = J.duplicate([wiki, export], J.Policy(now=NOW, uncategorised_similarity=0.99))
+    assert strict == []
+
+
 def test_promote_needs_two_incidents_overlapping_signals_and_no_family() -> None:
     one, two = cand("INC-A", signals=("nxdomain", "x")), cand("INC-B", signals=("nxdomain",))
     unrelated = cand("INC-C", signals=("other",))
