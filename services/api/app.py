@@ -68,7 +68,7 @@ def build_services(settings: Settings) -> Services:
         gateway=gateway,
         memory=memory, review=review, briefing=briefing,
         episodes=EpisodeQueries(db),
-        verification=VerificationService(db, gateway, build_verifier(settings), briefing.recorder),
+        verification=VerificationService(db, gateway, build_verifier(settings), briefing.settler),
         readiness=ReadinessProbe(db, settings),
         intake=AlertIntake(db, gateway, briefing),
         governance=GovernanceService(db, settings, memory, review),

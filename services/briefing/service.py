@@ -3,7 +3,7 @@
 Read path (seed 000 section 6): scope from the API key -> hard filters and candidate generation in SQL
 (`candidates`) -> pure ranking (`rank`) and warnings (`warnings`) -> evidence and live checks -> the
 briefing row and its lineage edges, written in the same transaction as the read, whose COMMIT is sent before
-the answer returns and whose outcome a recorder thread reads after it (`recorder`).
+the answer returns and whose outcome a settler thread reads after it (`settler`).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from services.briefing.cache import VersionCache
 from services.briefing.calibrator import Calibrator
 from services.briefing.facts import RecordFacts
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank, text_model
-from services.briefing.recorder import BriefingRecorder
 from services.briefing.render import render
 from services.briefing.semantic import SemanticIndex
+from services.briefing.settler import CommitSettler
 from services.briefing.warnings import WarningContext, warnings_for
 from services.common import logs
 from services.common.auth import Principal
@@ -155,7 +155,7 @@ class BriefingService:
         self.gateway = gateway
         self.semantic = semantic
         self.cache = VersionCache(settings.briefing_cache_versions)
-        self.recorder = BriefingRecorder(settings.briefing_recorder_threads, wake_at=db.pool.max_size // 4)
+        self.settler = CommitSettler(settings.briefing_recorder_threads, wake_at=db.pool.max_size // 4)
         self.calibrator = Calibrator(self)
 
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
@@ -171,13 +171,13 @@ class BriefingService:
         except BaseException:
             tx.abandon()
             raise
-        self.recorder.settle(response.briefing_id, tx)  # the answer does not wait for the commit's outcome
+        self.settler.settle(response.briefing_id, tx)  # the answer does not wait for the commit's outcome
         logs.bind(briefing_id=str(response.briefing_id), incident_id=req.incident_id)
         return response
 
     def issued(self, principal: Principal, briefing_id: uuid.UUID) -> briefing_records.StoredBriefing | None:
         """A briefing by id, in the caller's tenant: also one answered a moment ago whose commit is in flight."""
-        return self.recorder.issued(self.db, principal.scoped_tenant, briefing_id)
+        return self.settler.issued(self.db, principal.scoped_tenant, briefing_id)
 
     def calibrate(self, principal: Principal) -> CalibrationView:
         """Calibrate the caller's tenant now (reviewer)."""
@@ -191,7 +191,7 @@ class BriefingService:
 
     def close(self) -> None:
         """Settle the records of briefings already answered (graceful shutdown)."""
-        self.recorder.close()
+        self.settler.close()
         self.calibrator.close()
 
     def search(self, principal: Principal, req: RecordSearchRequest, now: datetime | None = None) -> list[Hint]:

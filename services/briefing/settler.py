@@ -1,4 +1,7 @@
-"""BriefingRecorder: the briefing's record commits after the answer has gone, never before it is sent.
+"""CommitSettler: the briefing's record commits after the answer has gone, never before it is sent.
+
+It settles (reads the outcome of) the briefings' commits; it records nothing itself: `records.py` writes the
+briefing's row, in the briefing's own transaction.
 
 A briefing reads and records in one transaction (the record and its lineage edges cite exactly the versions
 the read saw). Waiting for that transaction's COMMIT took about 1.7 ms of a 15 ms briefing at 1M records
@@ -6,12 +9,12 @@ the read saw). Waiting for that transaction's COMMIT took about 1.7 ms of a 15 m
 
 1. the read, then the INSERT of the record and its `cited` lineage edges, in pipeline mode (nothing waited for);
 2. COMMIT sent (`OpenTransaction.send_commit`): from here the server commits whatever happens to this process;
-3. the answer is returned to the caller, the transaction left open with the recorder;
-4. the recorder thread reads the transaction's results (`OpenTransaction.settle`) and returns the connection.
+3. the answer is returned to the caller, the transaction left open with the settler;
+4. the settler thread reads the transaction's results (`OpenTransaction.settle`) and returns the connection.
 
-The recorder thread settles in rounds: every `TICK` seconds it takes every open transaction, or sooner once
+The settler thread settles in rounds: every `TICK` seconds it takes every open transaction, or sooner once
 `wake_at` are open (a pool must not run dry while its connections wait for a round). A thread woken per
-briefing (a thread pool's `submit`) cost the briefing thread a futex wake with the GIL held and the recorder
+briefing (a thread pool's `submit`) cost the briefing thread a futex wake with the GIL held and the settler
 two switches, for each answer; a round settles the briefings of ~10 ms for one wake-up.
 
 A failure in 4 (the database refused or lost the commit) leaves an answer whose record is missing: it is
@@ -39,12 +42,12 @@ from services.common.db import Database, OpenTransaction
 log = logging.getLogger("opslore.briefing")
 FAILURES = Counter("opslore_briefing_record_failures_total", "briefings answered whose record did not commit")
 LATE_WINDOW = (0.02, 0.05, 0.1)  # pauses before looking again for a briefing id not found (170 ms in all)
-TICK = 0.01  # seconds between the recorder's rounds
+TICK = 0.01  # seconds between the settler's rounds
 
 
-class BriefingRecorder:
+class CommitSettler:
     def __init__(self, threads: int, wake_at: int = 4) -> None:
-        """`threads`: 0 settles inline, any other number runs the recorder thread; `wake_at`: open transactions
+        """`threads`: 0 settles inline, any other number runs the settler thread; `wake_at`: open transactions
         that start a round before its tick (a quarter of the pool's connections, say)."""
         self._open: OrderedDict[UUID, OpenTransaction] = OrderedDict()
         self._settling: set[UUID] = set()
@@ -55,11 +58,11 @@ class BriefingRecorder:
         self._closing = False
         self._thread: threading.Thread | None = None
         if threads:
-            self._thread = threading.Thread(target=self._run, name="briefing-recorder", daemon=True)
+            self._thread = threading.Thread(target=self._run, name="briefing-settler", daemon=True)
             self._thread.start()
 
     def settle(self, briefing_id: UUID, tx: OpenTransaction) -> None:
-        """Read the outcome of `tx` (COMMIT already sent) now (`threads=0`), or in the recorder's next round."""
+        """Read the outcome of `tx` (COMMIT already sent) now (`threads=0`), or in the settler's next round."""
         if self._thread is None:
             tx.settle()
             return

@@ -16,7 +16,7 @@ from typing import Any
 
 from schemas.ledger import EventType, Trust, envelope
 from schemas.views import VerifyResult
-from services.briefing.recorder import BriefingRecorder
+from services.briefing.settler import CommitSettler
 from services.collectors.kubernetes import KubernetesCollector
 from services.collectors.observations import observation
 from services.collectors.prometheus import CollectorError, PrometheusCollector
@@ -90,10 +90,10 @@ class HintVerifier:
 
 class VerificationService:
     def __init__(self, db: Database, gateway: LedgerGateway, verifier: HintVerifier,
-                 recorder: BriefingRecorder | None = None) -> None:
-        """`recorder`: the API process's, so that a briefing answered a moment ago is found."""
+                 settler: CommitSettler | None = None) -> None:
+        """`settler`: the API process's, so that a briefing answered a moment ago is found."""
         self.db = db
-        self.recorder = recorder or BriefingRecorder(0)
+        self.settler = settler or CommitSettler(0)
         self.gateway = gateway
         self.verifier = verifier
 
@@ -111,7 +111,7 @@ class VerificationService:
                                             "hints": [asdict(v) for v in verdicts], "appended": accepted})
 
     def _cited_checks(self, principal: Principal, briefing_id: uuid.UUID) -> list[tuple[str, int, list[Any]]]:
-        stored = self.recorder.issued(self.db, principal.scoped_tenant, briefing_id)
+        stored = self.settler.issued(self.db, principal.scoped_tenant, briefing_id)
         if stored is None:
             raise NotFound("no such briefing", field="briefing_id")
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:  # versions are immutable

@@ -83,9 +83,10 @@ class Settings(BaseSettings):
     briefing_durable_commit: bool = Field(False, description="wait for the WAL flush when a briefing's record "
                                           "(its row and lineage edges) commits; off: a database crash can lose the "
                                           "records of the last ~0.6 s of briefings, never half of one")
-    briefing_recorder_threads: int = Field(1, ge=0, description="not 0: a recorder thread reads the outcome of "
-                                           "briefings' record commits after the answer has gone (the COMMIT is "
-                                           "sent before), in rounds; 0: the answer waits for its commit")
+    # the name is older than the settler's (kept: deployments set it)
+    briefing_recorder_threads: int = Field(1, ge=0, description="not 0: a settler thread (briefing.settler) reads "
+                                           "the outcome of briefings' record commits after the answer has gone (the "
+                                           "COMMIT is sent before), in rounds; 0: the answer waits for its commit")
     briefing_cache_versions: int = Field(20000, ge=0, description="record versions whose immutable facts and "
                                          "shown columns each API process keeps between briefings (0: off)")
     stale_after_days: int = Field(90, description="hints not verified for longer warn `stale`; governance "

@@ -1,6 +1,6 @@
 """InMemoryProjectionStorage: the projection's storage as Python dictionaries (the reference implementation).
 
-Same contract as PostgreSQL (`store.ProjectionStore`, checked by one shared test suite): events dedupe on
+Same contract as PostgreSQL (`store.ProjectionTransaction`, checked by one shared test suite): events dedupe on
 `(tenant, event_id)`, reads see only the tenant set for the transaction (what row-level security does
 there), a transaction commits only when its block exits normally, and a savepoint rolls back only its
 own block. Used by fast tests of the runner's commit order and by anyone embedding the projector without
@@ -19,7 +19,7 @@ from uuid import UUID
 from schemas.ledger import LedgerRecord
 from schemas.memory import Episode
 from services.projector.policy import Changes
-from services.projector.store import ProjectionStore
+from services.projector.store import ProjectionTransaction
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Tables:
     offsets: dict[tuple[str, str, int], int] = field(default_factory=dict)
 
 
-class InMemoryProjectionStore:
+class InMemoryProjectionTransaction:
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
         self.tenant: str | None = None
@@ -48,11 +48,11 @@ class InMemoryProjectionStore:
             raise PermissionError("a row of another tenant")
         return self.tenant
 
-    def record_events(self, items: list[tuple[LedgerRecord, int, int]],
+    def insert_events(self, items: list[tuple[LedgerRecord, int, int]],
                       envelopes: Sequence[bytes] | None = None) -> set[Any]:
-        return {rec.event_id for rec, p, o in items if self.record_event(rec, p, o)}
+        return {rec.event_id for rec, p, o in items if self.insert_event(rec, p, o)}
 
-    def record_event(self, rec: LedgerRecord, partition: int, offset: int) -> bool:
+    def insert_event(self, rec: LedgerRecord, partition: int, offset: int) -> bool:
         key = (self._scope(rec.tenant), rec.event_id)
         if key in self.tables.events:
             return False
@@ -103,11 +103,11 @@ class InMemoryProjectionStorage:
         self.commits = 0
 
     @contextmanager
-    def transaction(self) -> Iterator[ProjectionStore]:
+    def transaction(self) -> Iterator[ProjectionTransaction]:
         """Work on a copy; it replaces the committed tables only when the block exits normally."""
-        store = InMemoryProjectionStore(copy.deepcopy(self.tables))
-        yield store
-        self.tables = store.tables
+        tx = InMemoryProjectionTransaction(copy.deepcopy(self.tables))
+        yield tx
+        self.tables = tx.tables
         self.commits += 1
 
     def load_offsets(self, consumer: str, topic: str) -> dict[int, int]:

@@ -2,7 +2,7 @@
 
 No clock, no randomness, no I/O: every value written comes from the event or the prior state, and ids
 are UUID v5 of stable inputs, so a rebuild from offset 0 reproduces the live tables exactly.
-`store.ProjectionStore` writes the changes; `runner.ProjectorRunner` owns the transaction.
+`store.ProjectionTransaction` writes the changes; `runner.ProjectorRunner` owns the transaction.
 """
 
 from __future__ import annotations

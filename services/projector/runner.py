@@ -274,7 +274,7 @@ class ProjectorRunner:
                                        bytes(rec.value or b"")))
         return decoded
 
-    def _apply_batch(self, tx: store.ProjectionStore, decoded: list[Decoded]) -> tuple[int, int]:
+    def _apply_batch(self, tx: store.ProjectionTransaction, decoded: list[Decoded]) -> tuple[int, int]:
         by_tenant: dict[str, list[Decoded]] = {}
         for d in decoded:
             by_tenant.setdefault(d.event.tenant, []).append(d)
@@ -282,7 +282,7 @@ class ProjectorRunner:
         for tenant, items in by_tenant.items():
             tx.set_tenant(tenant)
             with metrics.stage("record_events"):
-                new_ids = tx.record_events([(d.event, d.rec.partition, d.rec.offset) for d in items],
+                new_ids = tx.insert_events([(d.event, d.rec.partition, d.rec.offset) for d in items],
                                            [d.envelope for d in items])
             fresh: list[Decoded] = []
             seen: set[Any] = set()
@@ -294,7 +294,7 @@ class ProjectorRunner:
         return applied, len(decoded) - applied
 
     @staticmethod
-    def _project_fresh(tx: store.ProjectionStore, tenant: str, fresh: list[Decoded]) -> int:
+    def _project_fresh(tx: store.ProjectionTransaction, tenant: str, fresh: list[Decoded]) -> int:
         with metrics.stage("load_episodes"):
             episodes = tx.load_episodes(sorted({d.event.incident_id for d in fresh}))
         touched: dict[str, None] = {}
@@ -313,11 +313,11 @@ class ProjectorRunner:
             tx.apply_side_effects(tenant, changes)
         return len(fresh)
 
-    def _apply_one(self, tx: store.ProjectionStore, rec: Any, event: LedgerRecord, dead: list[DeadLetter]) -> str:
+    def _apply_one(self, tx: store.ProjectionTransaction, rec: Any, event: LedgerRecord, dead: list[DeadLetter]) -> str:
         try:
             with tx.savepoint():
                 tx.set_tenant(event.tenant)
-                if not tx.record_event(event, rec.partition, rec.offset):
+                if not tx.insert_event(event, rec.partition, rec.offset):
                     return "duplicate"
                 change = policy.project(tx.load_episodes([event.incident_id]).get(event.incident_id), event)
                 tx.save_episodes([change.episode] if change.episode is not None else [])

@@ -1,4 +1,10 @@
-"""ProjectionStore: reads episode state and writes the policy's changes through a given cursor.
+"""The projection's repository: reads episode state and writes the policy's changes through a given cursor.
+
+Two ports for the runner: `ProjectionStorage` opens transactions (`PostgresProjectionStorage`; in memory,
+`memory.InMemoryProjectionStorage`), and `ProjectionTransaction` is what is read and written inside one of them
+(`PostgresProjectionTransaction`, `memory.InMemoryProjectionTransaction`). `insert_events` writes the rows of
+`ledger_events` (the events as projected, one row each); `read_episode` returns a `StoredEpisode`, an episode's
+project and JSON body as stored, for the read side.
 
 It never opens or commits a transaction: `runner.ProjectorRunner` does. Every write is idempotent
 on its natural key, and the event row `(tenant, event_id)` is the dedupe guard: a repeated event id
@@ -48,22 +54,24 @@ _EPISODES_UPSERT = """INSERT INTO episodes
      resolved_at = EXCLUDED.resolved_at, body = EXCLUDED.body"""
 
 
-def record_event(cur: Cursor, rec: LedgerRecord, partition: int, offset: int) -> bool:
+def insert_event(cur: Cursor, rec: LedgerRecord, partition: int, offset: int) -> bool:
     """Insert the event row; False when this tenant has already seen the event id."""
-    return bool(record_events(cur, [(rec, partition, offset)]))
+    return bool(insert_events(cur, [(rec, partition, offset)]))
 
 
 @dataclass(frozen=True)
-class EpisodeRow:
+class StoredEpisode:
+    """An episode as stored: its project and the JSON body (not validated: the read side shows it)."""
+
     project: str
     body: dict[str, Any]
 
 
-def read_episode(cur: Cursor, incident_id: str) -> EpisodeRow | None:
+def read_episode(cur: Cursor, incident_id: str) -> StoredEpisode | None:
     """An episode as stored (the read side: the API, the review queue), in the transaction's tenant."""
     cur.execute("SELECT project, body FROM episodes WHERE incident_id = %s", (incident_id,))
     row = cur.fetchone()
-    return EpisodeRow(project=row["project"], body=row["body"]) if row else None
+    return StoredEpisode(project=row["project"], body=row["body"]) if row else None
 
 
 def _insert_candidate(cur: Cursor, tenant: str, c: NewCandidate) -> None:
@@ -119,7 +127,7 @@ def truncate_projection(cur: Cursor, consumer: str) -> None:
 
 
 # ---------------------------------------------------------------- batch forms (the runner's fast path)
-def record_events(cur: Cursor, items: list[tuple[LedgerRecord, int, int]],
+def insert_events(cur: Cursor, items: list[tuple[LedgerRecord, int, int]],
                   envelopes: Sequence[bytes] | None = None) -> set[Any]:
     """Insert event rows; return the event ids that were new for this tenant. One statement over arrays
     (a repeat inside the batch conflicts with its first copy and is skipped like any other repeat).
@@ -163,15 +171,16 @@ def apply_side_effects(cur: Cursor, tenant: str, changes: list[Changes]) -> None
 
 
 # ---------------------------------------------------------------- the runner's port
-class ProjectionStore(Protocol):
-    """The projection's storage inside ONE transaction (what the runner writes through). Implementations:
-    `PostgresProjectionStore` (production) and `memory.InMemoryProjectionStore` (reference and tests);
-    `tests/integration/test_projection_store_contract.py` runs the same contract against both."""
+class ProjectionTransaction(Protocol):
+    """What is read and written inside ONE transaction of the projection (what the runner writes through).
+    Implementations: `PostgresProjectionTransaction` (production) and `memory.InMemoryProjectionTransaction`
+    (reference and tests); `tests/integration/test_projection_store_contract.py` runs the same contract against
+    both."""
 
     def set_tenant(self, tenant: str) -> None: ...
-    def record_events(self, items: list[tuple[LedgerRecord, int, int]],
+    def insert_events(self, items: list[tuple[LedgerRecord, int, int]],
                       envelopes: Sequence[bytes] | None = None) -> set[Any]: ...
-    def record_event(self, rec: LedgerRecord, partition: int, offset: int) -> bool: ...
+    def insert_event(self, rec: LedgerRecord, partition: int, offset: int) -> bool: ...
     def load_episodes(self, incidents: list[str]) -> dict[str, Episode]: ...
     def save_episodes(self, episodes: list[Episode]) -> None: ...
     def apply_side_effects(self, tenant: str, changes: list[Changes]) -> None: ...
@@ -180,25 +189,26 @@ class ProjectionStore(Protocol):
 
 
 class ProjectionStorage(Protocol):
-    """Opens the transactions: `transaction()` commits when its block exits normally, else rolls back."""
+    """The projection's storage, which opens its transactions: `transaction()` commits when its block exits
+    normally, else rolls back."""
 
-    def transaction(self) -> AbstractContextManager[ProjectionStore]: ...
+    def transaction(self) -> AbstractContextManager[ProjectionTransaction]: ...
     def load_offsets(self, consumer: str, topic: str) -> dict[int, int]: ...
 
 
-class PostgresProjectionStore:
+class PostgresProjectionTransaction:
     def __init__(self, cur: Cursor) -> None:
         self.cur = cur
 
     def set_tenant(self, tenant: str) -> None:
         set_tenant(self.cur, tenant)
 
-    def record_events(self, items: list[tuple[LedgerRecord, int, int]],
+    def insert_events(self, items: list[tuple[LedgerRecord, int, int]],
                       envelopes: Sequence[bytes] | None = None) -> set[Any]:
-        return record_events(self.cur, items, envelopes)
+        return insert_events(self.cur, items, envelopes)
 
-    def record_event(self, rec: LedgerRecord, partition: int, offset: int) -> bool:
-        return record_event(self.cur, rec, partition, offset)
+    def insert_event(self, rec: LedgerRecord, partition: int, offset: int) -> bool:
+        return insert_event(self.cur, rec, partition, offset)
 
     def load_episodes(self, incidents: list[str]) -> dict[str, Episode]:
         return load_episodes(self.cur, incidents)
@@ -221,9 +231,9 @@ class PostgresProjectionStorage:
         self.db = db
 
     @contextmanager
-    def transaction(self) -> Iterator[ProjectionStore]:
+    def transaction(self) -> Iterator[ProjectionTransaction]:
         with self.db.transaction() as cur:
-            yield PostgresProjectionStore(cur)
+            yield PostgresProjectionTransaction(cur)
 
     def load_offsets(self, consumer: str, topic: str) -> dict[int, int]:
         with self.db.transaction() as cur:

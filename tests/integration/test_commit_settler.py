@@ -1,5 +1,5 @@
 """The briefing's record commits after the answer has gone, with COMMIT sent before the answer returns
-(`services.briefing.recorder`), against the real PostgreSQL: a briefing is readable the moment it is
+(`services.briefing.settler`), against the real PostgreSQL: a briefing is readable the moment it is
 answered (by this process and by another), its record survives the end of the process right after the answer,
 a commit that fails later is counted and leaves the pool healthy, and an error before the commit leaves
 nothing."""
@@ -17,10 +17,10 @@ import pytest
 from prometheus_client import REGISTRY
 
 from schemas.api import BriefingRequest
-from services.briefing import recorder as recorder_module
 from services.briefing import records
-from services.briefing.recorder import BriefingRecorder
+from services.briefing import settler as settler_module
 from services.briefing.service import BriefingService
+from services.briefing.settler import CommitSettler
 from services.common.auth import Principal
 from services.common.db import Database
 from services.common.errors import NotFound
@@ -55,7 +55,7 @@ def test_a_briefing_is_readable_the_moment_it_is_answered(svc: GovernedServices)
     answer = svc.briefing.brief(agent(tenant), QUESTION)
     assert answer.hints
     assert svc.briefing.get(agent(tenant), answer.briefing_id) == answer.wire()  # this process: waits for it
-    other_db = Database(svc.db.url, max_size=1)  # another API process: its own pool and recorder
+    other_db = Database(svc.db.url, max_size=1)  # another API process: its own pool and settler
     other_db.open()
     try:
         other = BriefingService(other_db, Settings())
@@ -139,13 +139,13 @@ def idle(db: Database) -> int:
     return db.pool.get_stats().get("pool_available", 0)
 
 
-def test_the_recorder_returns_connections_in_rounds_without_being_asked(
+def test_the_settler_returns_connections_in_rounds_without_being_asked(
         svc: GovernedServices, monkeypatch: pytest.MonkeyPatch) -> None:
     tenant = approved_tenant(svc)
-    monkeypatch.setattr(recorder_module, "TICK", 0.5)
+    monkeypatch.setattr(settler_module, "TICK", 0.5)
     service = BriefingService(svc.db, Settings())
-    service.recorder.close()
-    service.recorder = recorder = BriefingRecorder(1, wake_at=100)  # rounds on the tick only
+    service.settler.close()
+    service.settler = settler = CommitSettler(1, wake_at=100)  # rounds on the tick only
     answer = service.brief(agent(tenant), QUESTION)
     pool = svc.db.pool.get_stats()["pool_size"]
     assert idle(svc.db) == pool - 1  # answered; its connection waits for the round
@@ -155,20 +155,20 @@ def test_the_recorder_returns_connections_in_rounds_without_being_asked(
     assert idle(svc.db) == pool  # nobody read the answer: a round settled it
     with svc.db.tenant_transaction(tenant) as cur:
         assert records.get(cur, answer.briefing_id) is not None
-    recorder.close()
+    settler.close()
 
 
 def test_open_records_start_a_round_early_and_close_settles_the_rest(svc: GovernedServices) -> None:
     tenant = approved_tenant(svc)
     service = BriefingService(svc.db, Settings())
-    service.recorder.close()
-    service.recorder = recorder = BriefingRecorder(1, wake_at=2)
+    service.settler.close()
+    service.settler = settler = CommitSettler(1, wake_at=2)
     started = time.monotonic()
     for _ in range(8):  # twice the pool: each pair of open records starts a round before the pool runs dry
         service.brief(agent(tenant), QUESTION)
     assert time.monotonic() - started < 5.0  # never waited out the pool's 5 s checkout timeout
     last = service.brief(agent(tenant), QUESTION)
-    recorder.close()  # the last one is settled by the close, not by a reader
+    settler.close()  # the last one is settled by the close, not by a reader
     assert idle(svc.db) == svc.db.pool.get_stats()["pool_size"]
     assert service.issued(agent(tenant), last.briefing_id) is not None
     late = service.brief(agent(tenant), QUESTION)  # answered after the close: settled at once, not left open

@@ -27,7 +27,7 @@ def events(tenant: str, incident: str = "INC-C") -> list[LedgerRecord]:
 def project_all(storage: ProjectionStorage, tenant: str, evs: list[LedgerRecord]) -> None:
     with storage.transaction() as tx:
         tx.set_tenant(tenant)
-        new = tx.record_events([(e, 0, i) for i, e in enumerate(evs)])
+        new = tx.insert_events([(e, 0, i) for i, e in enumerate(evs)])
         episodes = tx.load_episodes(sorted({e.incident_id for e in evs}))
         changes = []
         for e in (e for e in evs if e.event_id in new):
@@ -54,12 +54,12 @@ class ProjectionStoreContract:
         ev = events(tenant)[0]
         with storage.transaction() as tx:
             tx.set_tenant(tenant)
-            assert tx.record_events([(ev, 0, 0), (ev, 0, 1)]) == {ev.event_id}
+            assert tx.insert_events([(ev, 0, 0), (ev, 0, 1)]) == {ev.event_id}
         with storage.transaction() as tx:
             tx.set_tenant(tenant)
-            assert tx.record_event(ev, 0, 2) is False
+            assert tx.insert_event(ev, 0, 2) is False
             tx.set_tenant(other)
-            assert tx.record_event(ev.model_copy(update={"tenant": other}), 0, 3) is True
+            assert tx.insert_event(ev.model_copy(update={"tenant": other}), 0, 3) is True
 
     def test_episodes_round_trip_and_reads_see_only_the_transaction_tenant(self, storage: ProjectionStorage) -> None:
         tenant, other = f"t-{uuid.uuid4().hex[:8]}", f"t-{uuid.uuid4().hex[:8]}"
@@ -95,16 +95,16 @@ class ProjectionStoreContract:
         first, second = events(tenant)[:2]
         with pytest.raises(RuntimeError), storage.transaction() as tx:
             tx.set_tenant(tenant)
-            tx.record_event(first, 0, 0)
+            tx.insert_event(first, 0, 0)
             raise RuntimeError("crash before the commit")
         with storage.transaction() as tx:
             tx.set_tenant(tenant)
-            assert tx.record_event(first, 0, 0) is True  # the failed transaction recorded nothing
+            assert tx.insert_event(first, 0, 0) is True  # the failed transaction recorded nothing
             with pytest.raises(RuntimeError), tx.savepoint():
-                tx.record_event(second, 0, 1)
+                tx.insert_event(second, 0, 1)
                 raise RuntimeError("one event's projection failed")
-            assert tx.record_event(second, 0, 1) is True  # only the savepoint's block was undone
-            assert tx.record_event(first, 0, 2) is False
+            assert tx.insert_event(second, 0, 1) is True  # only the savepoint's block was undone
+            assert tx.insert_event(first, 0, 2) is False
 
     def test_offsets_round_trip_per_consumer(self, storage: ProjectionStorage) -> None:
         consumer = f"c-{uuid.uuid4().hex[:8]}"
@@ -155,10 +155,10 @@ def test_postgres_refuses_an_event_of_another_tenant(settings: Settings) -> None
         ev = events("tenant-a")[0]
         with pytest.raises(psycopg.errors.InsufficientPrivilege), PostgresProjectionStorage(db).transaction() as tx:
             tx.set_tenant("tenant-b")
-            tx.record_event(ev, 0, 0)
+            tx.insert_event(ev, 0, 0)
         with pytest.raises(PermissionError), InMemoryProjectionStorage().transaction() as mem:
             mem.set_tenant("tenant-b")
-            mem.record_event(ev, 0, 0)
+            mem.insert_event(ev, 0, 0)
     finally:
         db.close()
 
@@ -175,7 +175,7 @@ def test_the_verified_envelope_is_stored_as_the_model_would_be(settings: Setting
             with PostgresProjectionStorage(db).transaction() as tx:
                 tx.set_tenant(tenant)
                 envelopes = [verify_hash(e.to_json())[1] for e in evs] if use_envelopes else None
-                assert tx.record_events([(e, 0, i) for i, e in enumerate(evs)], envelopes) == {e.event_id for e in evs}
+                assert tx.insert_events([(e, 0, i) for i, e in enumerate(evs)], envelopes) == {e.event_id for e in evs}
             with db.tenant_transaction(tenant) as cur:
                 cur.execute("SELECT event_id, type, tenant, project, incident_id, occurred_at, writer, trust, payload,"
                             " recorded_at, content_hash FROM ledger_events")

@@ -16,7 +16,7 @@ from kafka import TopicPartition
 from services.common.settings import Settings
 from services.projector.memory import InMemoryProjectionStorage
 from services.projector.runner import ProjectorRunner
-from services.projector.store import ProjectionStore
+from services.projector.store import ProjectionTransaction
 from tests.factories import record, resolved_incident
 
 TOPIC = "ledger-under-test"
@@ -69,7 +69,7 @@ class JournaledStorage(InMemoryProjectionStorage):
         self.fail_before_commit = False
 
     @contextmanager
-    def transaction(self) -> Iterator[ProjectionStore]:
+    def transaction(self) -> Iterator[ProjectionTransaction]:
         with super().transaction() as tx:
             yield tx
             if self.fail_before_commit:
