@@ -25,6 +25,13 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 
 def _git(*args: str) -> str:
+    """Git in this checkout. A clone without the pre-squash commit (a shallow CI checkout) skips the tests that
+    need the old texts, saying why; any other git failure fails them."""
+    has = subprocess.run(["git", "-C", str(_ROOT), "cat-file", "-e", f"{PRE_SQUASH}^{{commit}}"],
+                         capture_output=True, text=True)
+    if has.returncode != 0:
+        pytest.skip(f"this checkout lacks commit {PRE_SQUASH[:7]} (shallow clone?): the pre-squash migrations "
+                    "are read from it")
     done = subprocess.run(["git", "-C", str(_ROOT), *args], capture_output=True, text=True)
     if done.returncode != 0:
         pytest.fail(f"git {' '.join(args)}: {done.stderr.strip()} (this test needs the checkout's history)")
