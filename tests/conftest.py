@@ -13,6 +13,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,9 +83,9 @@ def tenant_client(api: OpsloreClient, settings: Settings) -> TenantFactory:
     return make
 
 
-@pytest.fixture
-def fresh_database(settings: Settings) -> Iterator[Callable[[], str]]:
-    """Factory: a new migrated database on the same server; returns the app-role URL."""
+@contextmanager
+def scratch_databases(settings: Settings) -> Iterator[Callable[[], str]]:
+    """Factory of new, empty databases on the same server (returns the name); all dropped on exit."""
     created: list[str] = []
 
     def make() -> str:
@@ -92,13 +93,27 @@ def fresh_database(settings: Settings) -> Iterator[Callable[[], str]]:
         with psycopg.connect(settings.owner_database_url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         created.append(name)
-        apply_migrations(_with_db(settings.owner_database_url, name))
-        return _with_db(settings.database_url, name)
+        return name
 
-    yield make
-    with psycopg.connect(settings.owner_database_url, autocommit=True) as conn:
-        for name in created:
-            _drop_database(conn, name)
+    try:
+        yield make
+    finally:
+        with psycopg.connect(settings.owner_database_url, autocommit=True) as conn:
+            for name in created:
+                _drop_database(conn, name)
+
+
+@pytest.fixture
+def fresh_database(settings: Settings) -> Iterator[Callable[[], str]]:
+    """Factory: a new migrated database on the same server; returns the app-role URL."""
+    with scratch_databases(settings) as empty:
+
+        def make() -> str:
+            name = empty()
+            apply_migrations(_with_db(settings.owner_database_url, name))
+            return _with_db(settings.database_url, name)
+
+        yield make
 
 
 def _drop_database(conn: psycopg.Connection[Any], name: str) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from services.common.migrate import accepted_checksums, apply_migrations, migration_files, sha256
 from services.common.settings import Settings
-from tests.conftest import _drop_database, _with_db
+from tests.conftest import _with_db, scratch_databases
 from tests.integration.schema_catalog import catalog, functions
 
 PRE_SQUASH = "7303b0890140aec5e88793d9a11e3dd9ed6f394a"  # the last commit with the function bodies in 0005-0023
@@ -47,19 +46,8 @@ def _files_at(commit: str, folder: str) -> list[tuple[str, str]]:
 @pytest.fixture(scope="module")
 def database(settings: Settings) -> Iterator[Callable[[], str]]:
     """Factory: a new, empty database; returns its owner URL."""
-    created: list[str] = []
-
-    def make() -> str:
-        name = f"opslore_t_{uuid.uuid4().hex[:10]}"
-        with psycopg.connect(settings.owner_database_url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        created.append(name)
-        return _with_db(settings.owner_database_url, name)
-
-    yield make
-    with psycopg.connect(settings.owner_database_url, autocommit=True) as conn:
-        for name in created:
-            _drop_database(conn, name)
+    with scratch_databases(settings) as empty:
+        yield lambda: _with_db(settings.owner_database_url, empty())
 
 
 @pytest.fixture(scope="module")
