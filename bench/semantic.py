@@ -20,7 +20,6 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -35,6 +34,7 @@ from numpy.typing import NDArray
 from psycopg.types.json import Jsonb
 
 from bench.generate import ARCHETYPES, T0, Picker, record_content
+from bench.load import closed_loop
 from schemas.memory import EvidenceRef, VersionContent
 from services.briefing.embedding import Embedder
 from services.briefing.semantic import RECALL_K, SemanticIndex, model_key, reindex, semantic_text
@@ -350,27 +350,5 @@ def concurrent(url: str, key: str, asks: Callable[[int, int], dict[str, Any]], c
                seconds: float, each: int | None = None) -> tuple[list[float], int, float]:
     """`clients` threads (one connection each) asking `asks(client, n)` for `seconds` (or `each` questions
     each): latencies (ms), the count of non-200 answers or transport errors, and the wall time."""
-    latencies: list[list[float]] = [[] for _ in range(clients)]
-    errors = [0] * clients
-    stop = time.monotonic() + seconds
-
-    def worker(i: int) -> None:
-        with httpx.Client(base_url=url, timeout=600, headers={"Authorization": f"Bearer {key}"}) as http:
-            n = 0
-            while time.monotonic() < stop and (each is None or n < each):
-                t0 = time.perf_counter()
-                try:
-                    ok = http.post("/v1/briefings", json=asks(i, n)).status_code == 200
-                except httpx.HTTPError:
-                    ok = False
-                latencies[i].append((time.perf_counter() - t0) * 1000)
-                errors[i] += not ok
-                n += 1
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    began = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return [x for per in latencies for x in per], sum(errors), time.monotonic() - began
+    return closed_loop(url, key, lambda http, i, n: http.post("/v1/briefings", json=asks(i, n)), clients, seconds,
+                       each)

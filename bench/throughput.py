@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from bench.load import closed_loop
 from bench.mcp import learn, questions
 from bench.run import percentiles
 from services.cli.client import OpsloreClient
@@ -33,28 +32,12 @@ RESULTS = Path(__file__).parent / "results"
 
 def load(url: str, key: str, clients: int, seconds: float, briefing: bool) -> dict[str, Any]:
     asks = questions(200)
-    latencies: list[list[float]] = [[] for _ in range(clients)]
-    errors = [0] * clients
-    stop = time.monotonic() + seconds
 
-    def worker(i: int) -> None:
-        with httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Bearer {key}"}) as http:
-            n = 0
-            while time.monotonic() < stop:
-                start = time.perf_counter()
-                r = http.post("/v1/briefings", json=asks[(i + n) % len(asks)]) if briefing else http.get("/healthz")
-                latencies[i].append((time.perf_counter() - start) * 1000)
-                errors[i] += r.status_code != 200
-                n += 1
+    def request(http: httpx.Client, i: int, n: int) -> httpx.Response:
+        return http.post("/v1/briefings", json=asks[(i + n) % len(asks)]) if briefing else http.get("/healthz")
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    began = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    flat = [x for per in latencies for x in per]
-    return {"clients": clients, "per_s": round(len(flat) / (time.monotonic() - began), 1), "errors": sum(errors),
+    flat, errors, wall = closed_loop(url, key, request, clients, seconds, timeout=30)
+    return {"clients": clients, "per_s": round(len(flat) / wall, 1), "errors": errors,
             "ms": percentiles(flat), "samples": flat}
 
 
