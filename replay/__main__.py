@@ -105,7 +105,8 @@ def regress(
 
 @app.command()
 def realworld(
-    split: Annotated[str, typer.Option(help="dev (tuning) or test (the frozen held-out questions)")] = "dev",
+    split: Annotated[str, typer.Option(
+        help="dev (tuning), test (the frozen held-out questions) or fresh (written after the design froze)")] = "dev",
     report: Annotated[Path | None, typer.Option(help="JSON report")] = None,
     api_url: Annotated[str | None, typer.Option(help="default OPSLORE_API_URL")] = None,
 ) -> None:
@@ -123,8 +124,8 @@ def realworld(
     from replay import realworld as rw
     from services.cli.client import OpsloreClient
 
-    if split not in ("dev", "test"):
-        raise typer.BadParameter("--split is dev or test")
+    if split not in ("dev", "test", "fresh"):
+        raise typer.BadParameter("--split is dev, test or fresh")
     s = get_settings()
     url = api_url or s.api_url
     pms = rw.load()
@@ -143,11 +144,18 @@ def realworld(
             table.add_row(sc.name, *(f"{v:.3f}" for v in (sc.recall_at_1, sc.recall_at_5, sc.mrr, sc.false_hint_rate)),
                           f"{sc.checks_on}/{sc.checks_off}", str(sc.worse))
         Console().print(table)
+        for other in scores[1:]:
+            iv = rw.paired_interval(scores[0], other)
+            typer.echo(f"  {key}: opslore - {other.name}, Recall@5 {iv.difference:+.3f} "
+                       f"[{iv.low:+.3f}, {iv.high:+.3f}] (95%, paired bootstrap over the questions)")
     failures = rw.gate(results)
     report = report or Path(f"replay/results/realworld-{split}.json")
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(json.dumps({"split": split, "corpus": corpus,
                                   "results": {k: {sc.name: sc.to_json() for sc in v} for k, v in results.items()},
+                                  "recall_at_5_against_opslore": {
+                                      k: {sc.name: rw.paired_interval(v[0], sc).to_json() for sc in v[1:]}
+                                      for k, v in results.items()},
                                   "gate_failures": failures}, indent=2, ensure_ascii=False), encoding="utf-8")
     for failure in failures:
         typer.secho(f"release gate: {failure}", fg="red")
@@ -174,10 +182,17 @@ def ranker_fit(
 
 
 @app.command("realworld-split")
-def realworld_split() -> None:
-    """Make the frozen split of the real-incident corpus (once: refuses when replay/realworld/split.yaml exists)."""
+def realworld_split(
+    fresh: Annotated[str | None, typer.Option(
+        help="freeze the incidents outside the split as the fresh set, naming the commit the design froze at")] = None,
+) -> None:
+    """Make the frozen split of the real-incident corpus (once: refuses when replay/realworld/split.yaml exists);
+    with --fresh, freeze the incidents added since as the fresh set (once)."""
     from replay import realworld as rw
 
+    if fresh:
+        typer.echo(rw.write_fresh(rw.load(split=None), fresh))
+        return
     typer.echo(rw.write_split(rw.load(split=None)))
 
 

@@ -35,6 +35,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,8 +49,10 @@ CORPUS = ROOT / "incidents"
 SPLIT = ROOT / "split.yaml"
 K = 5
 MIN_RECURRING = 4  # a class needs this many incidents to have history and questions; fewer: its incidents are novel
-Role = Literal["history", "dev", "test", "dev_novel", "test_novel"]
-Split = Literal["dev", "test"]
+Role = Literal["history", "dev", "test", "dev_novel", "test_novel", "fresh", "fresh_novel"]
+Split = Literal["dev", "test", "fresh"]
+RECURRING: tuple[Role, ...] = ("dev", "test", "fresh")
+NOVEL: tuple[Role, ...] = ("dev_novel", "test_novel", "fresh_novel")
 Lang = Literal["en", "zh"]
 
 
@@ -94,9 +97,15 @@ def load(directory: Path = CORPUS, split: Path | None = SPLIT) -> list[Postmorte
     if dup := [i for i, n in ids.items() if n > 1]:
         raise ValueError(f"duplicate ids in {directory}: {dup}")
     if split is not None and split.exists():
-        roles = yaml.safe_load(split.read_text(encoding="utf-8"))["roles"]
+        roles = frozen_roles(split)
         pms = [pm.model_copy(update={"role": roles[pm.id]}) for pm in pms if pm.id in roles]
     return pms
+
+
+def frozen_roles(path: Path = SPLIT) -> dict[str, Role]:
+    """Every role the split file froze: the split itself, and the fresh set added later (`fresh`), if any."""
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return {**doc["roles"], **((doc.get("fresh") or {}).get("roles") or {})}
 
 
 def _side(cls: str) -> Literal["dev_novel", "test_novel"]:
@@ -122,6 +131,44 @@ def make_split(pms: Iterable[Postmortem]) -> dict[str, Role]:
         for i, pm in enumerate(items):
             roles[pm.id] = "history" if i < history else "dev" if i < history + dev else "test"
     return roles
+
+
+def fresh_roles(pms: Iterable[Postmortem], frozen: dict[str, Role]) -> dict[str, Role]:
+    """Roles of incidents written after the split froze (pure): a question of its class (`fresh`) when the
+    class has history, otherwise a novel question (`fresh_novel`); history never grows, so every number
+    reported on the older splits stays comparable. A fresh question must be newer than its class's history."""
+    by_id = {pm.id: pm for pm in pms}
+    newest: dict[str, date] = {}
+    for i, role in frozen.items():
+        if role == "history":
+            pm = by_id[i]
+            newest[pm.cls] = max(newest.get(pm.cls, pm.date), pm.date)
+    roles: dict[str, Role] = {}
+    for pm in sorted((pm for pm in by_id.values() if pm.id not in frozen), key=lambda pm: pm.id):
+        if pm.cls in newest and not pm.cls.startswith("other:"):
+            if pm.date <= newest[pm.cls]:
+                raise ValueError(f"{pm.id}: dated {pm.date}, not after its class's history ({newest[pm.cls]})")
+            roles[pm.id] = "fresh"
+        else:
+            roles[pm.id] = "fresh_novel"
+    return roles
+
+
+def write_fresh(pms: list[Postmortem], design: str, path: Path = SPLIT) -> dict[str, int]:
+    """Freeze the fresh set into the split file, once: the incidents not in the split, written after the design
+    froze at commit `design` by writers who saw neither the ranker nor the class-mates of what they wrote."""
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if doc.get("fresh"):
+        raise FileExistsError(f"{path} already holds a fresh set: it is frozen too")
+    roles = fresh_roles(pms, doc["roles"])
+    if not roles:
+        raise ValueError("no incident outside the split: nothing to freeze")
+    digest = hashlib.sha256("\n".join(sorted(roles)).encode()).hexdigest()[:16]
+    doc["fresh"] = {"about": "incidents written after the design froze; asked once (replay realworld --split fresh)",
+                    "design_commit": design, "ids_sha256": digest, "counts": dict(Counter(roles.values())),
+                    "roles": dict(sorted(roles.items()))}
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return doc["fresh"]["counts"]  # type: ignore[no-any-return]
 
 
 def write_split(pms: list[Postmortem], path: Path = SPLIT) -> dict[str, int]:
@@ -247,8 +294,8 @@ def score(name: str, pms: list[Postmortem], asked: list[Postmortem], rankings: d
     for pm in history(pms):
         by_class.setdefault(pm.cls, set()).add(pm.id)
     order = class_order(pms)
-    recurring = [pm for pm in asked if pm.role in ("dev", "test")]
-    novel = [pm for pm in asked if pm.role in ("dev_novel", "test_novel")]
+    recurring = [pm for pm in asked if pm.role in RECURRING]
+    novel = [pm for pm in asked if pm.role in NOVEL]
     ranks = {pm.id: first_right(rankings[pm.id].cited, by_class[pm.cls]) for pm in recurring}
     plans = [plan(order, rankings[pm.id].classes[:K], pm.cls if pm in recurring else None) for pm in asked]
     n = max(len(recurring), 1)
@@ -347,6 +394,35 @@ def evaluate(client: OpsloreClient, pms: list[Postmortem], split: Split, learn: 
     return out
 
 
+@dataclass(frozen=True)
+class Interval:
+    """A difference of Recall@k between two systems on the same questions, with its paired bootstrap interval."""
+
+    difference: float
+    low: float
+    high: float
+
+    def to_json(self) -> dict[str, float]:
+        return {"difference": round(self.difference, 3), "low": round(self.low, 3), "high": round(self.high, 3)}
+
+
+def paired_interval(a: SystemScore, b: SystemScore, k: int = K, resamples: int = 4000, level: float = 0.95,
+                    seed: int = 29) -> Interval:
+    """a's Recall@k minus b's, with the percentile interval of that difference over `resamples` resamplings of
+    the questions (the same resampled questions for both systems: a paired bootstrap, seeded so a report
+    reproduces). With a few dozen questions one question is ~0.02-0.03 of recall: read differences with it."""
+    ids = sorted(a.per_question)
+    if not ids:
+        return Interval(0.0, 0.0, 0.0)
+    hit_a = np.array([(a.per_question[i] or k + 1) <= k for i in ids], dtype=float)
+    hit_b = np.array([(b.per_question.get(i) or k + 1) <= k for i in ids], dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(ids), size=(resamples, len(ids)))
+    diffs = (hit_a[picks] - hit_b[picks]).mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    return Interval(float(hit_a.mean() - hit_b.mean()), float(np.quantile(diffs, tail)),
+                    float(np.quantile(diffs, 1.0 - tail)))
+
+
 def gate(results: dict[str, list[SystemScore]], max_worse: float = 0.10) -> list[str]:
     """Release-gate failures: opslore below e5 top-k on Recall@1 or Recall@5 in either language; memory-on's
     total checks more than half of memory-off's; more than `max_worse` of the questions made worse."""
@@ -367,6 +443,6 @@ def summary(pms: list[Postmortem]) -> dict[str, Any]:
     roles = Counter(pm.role for pm in pms)
     return {**{str(r): n for r, n in sorted(roles.items(), key=lambda kv: str(kv[0]))}, "incidents": len(pms),
             "classes": len({pm.cls for pm in pms if pm.role == "history"}),
-            "novel_classes": len({pm.cls for pm in pms if pm.role in ("dev_novel", "test_novel")}),
+            "novel_classes": len({pm.cls for pm in pms if pm.role in NOVEL}),
             "chinese": sum(1 for pm in pms if pm.lang == "zh"),
             "organisations": len({pm.org for pm in pms})}

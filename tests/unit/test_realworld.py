@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+import yaml
+
 from replay import realworld as rw
 from replay.baselines import Corpus
 
@@ -30,8 +33,33 @@ def test_the_corpus_is_real_sourced_bilingual_and_split_by_time() -> None:
 
 def test_the_split_is_frozen_and_reproduces_its_rule() -> None:
     pms = rw.load()
-    assert {pm.id: pm.role for pm in pms} == rw.make_split(pms)
+    split = yaml.safe_load(rw.SPLIT.read_text(encoding="utf-8"))
+    first = [pm for pm in pms if pm.id in split["roles"]]
+    assert {pm.id: pm.role for pm in first} == rw.make_split(first)
     assert len(rw.load(split=None)) == len(pms)  # every incident has its role in the frozen file
+
+
+def test_the_fresh_set_reproduces_its_rule_and_never_grows_history() -> None:
+    pms = rw.load()
+    split = yaml.safe_load(rw.SPLIT.read_text(encoding="utf-8"))
+    fresh = (split.get("fresh") or {}).get("roles") or {}
+    assert rw.fresh_roles(pms, split["roles"]) == fresh
+    assert not set(fresh) & set(split["roles"])
+    history = {pm.cls: pm.date for pm in sorted(rw.history(pms), key=lambda pm: pm.date)}
+    for pm in pms:
+        if pm.role == "fresh":
+            assert pm.date > history[pm.cls], pm.id
+        if pm.role == "fresh_novel":
+            assert pm.cls not in history or pm.cls.startswith("other:"), pm.id
+
+
+def test_fresh_roles_follow_the_history_and_refuse_an_older_question() -> None:
+    frozen: dict[str, rw.Role] = {"H1": "history", "Q1": "dev"}
+    base = [_pm("H1", "2020-01-01", "a", "history"), _pm("Q1", "2021-01-01", "a", "dev")]
+    new = [_pm("F1", "2022-01-01", "a", "history"), _pm("F2", "2019-06-01", "z", "history")]
+    assert rw.fresh_roles(base + new, frozen) == {"F1": "fresh", "F2": "fresh_novel"}
+    with pytest.raises(ValueError, match="F3"):
+        rw.fresh_roles([*base, _pm("F3", "2019-01-01", "a", "history")], frozen)
 
 
 def test_questions_send_no_root_cause_and_no_class_in_either_language() -> None:
@@ -70,3 +98,17 @@ def test_reciprocal_rank_fusion_rewards_agreement() -> None:
     fused = rw.rrf(lambda c, r: ["d1", "d2", "d3"], lambda c, r: ["d3", "d2", "d1"])(corpus, {})
     assert fused[0] == "d2" or set(fused[:3]) == {"d1", "d2", "d3"}
     assert rw.rrf(lambda c, r: ["d1"], lambda c, r: ["d1", "d2"])(corpus, {})[0] == "d1"
+
+
+def test_the_paired_interval_brackets_the_difference_and_narrows_with_more_questions() -> None:
+    def system(hits: list[bool]) -> rw.SystemScore:
+        ranks = {f"Q{i}": (1 if h else None) for i, h in enumerate(hits)}
+        return rw.SystemScore("s", 0, 0, 0, 0, len(hits), 0, 0, 0, 0, per_question=ranks)
+
+    a, b = system([True] * 6 + [False] * 4), system([True] * 4 + [False] * 6)
+    iv = rw.paired_interval(a, b)
+    assert iv.difference == pytest.approx(0.2) and iv.low < 0.2 < iv.high and iv.low >= -0.2
+    assert rw.paired_interval(a, a) == rw.Interval(0.0, 0.0, 0.0)  # the same answers never differ
+    wide = rw.paired_interval(system([True, False] * 10), system([False, True] * 10))
+    narrow = rw.paired_interval(system([True, False] * 100), system([False, True] * 100))
+    assert narrow.high - narrow.low < wide.high - wide.low
