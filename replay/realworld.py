@@ -164,11 +164,12 @@ def write_fresh(pms: list[Postmortem], design: str, path: Path = SPLIT) -> dict[
     if not roles:
         raise ValueError("no incident outside the split: nothing to freeze")
     digest = hashlib.sha256("\n".join(sorted(roles)).encode()).hexdigest()[:16]
-    doc["fresh"] = {"about": "incidents written after the design froze; asked once (replay realworld --split fresh)",
-                    "design_commit": design, "ids_sha256": digest, "counts": dict(Counter(roles.values())),
-                    "roles": dict(sorted(roles.items()))}
-    path.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    return doc["fresh"]["counts"]  # type: ignore[no-any-return]
+    counts: dict[str, int] = dict(Counter(roles.values()))
+    fresh = {"about": "incidents written after the design froze; asked once (replay realworld --split fresh)",
+             "design_commit": design, "ids_sha256": digest, "counts": counts, "roles": dict(sorted(roles.items()))}
+    with path.open("a", encoding="utf-8") as out:  # appended: the split's own bytes stay as they were frozen
+        out.write(yaml.safe_dump({"fresh": fresh}, allow_unicode=True, sort_keys=False))
+    return counts
 
 
 def write_split(pms: list[Postmortem], path: Path = SPLIT) -> dict[str, int]:
