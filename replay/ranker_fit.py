@@ -230,12 +230,8 @@ def pick(outcomes: list[dict[str, tuple[int, int]]], resamples: int = 2000, seed
     found = np.array([[o[q][1] for q in questions] for o in outcomes], dtype=float)
     totals, recall = checks.sum(axis=1), found.sum(axis=1)
     best = min(range(len(outcomes)), key=lambda i: (totals[i], -recall[i], i))
-    picks = np.random.default_rng(seed).integers(0, len(questions), size=(resamples, len(questions)))
-    cheap = []
-    for i in range(len(outcomes)):
-        extra = (checks[i] - checks[best])[picks].sum(axis=1)
-        if np.quantile(extra, 0.025) <= 0.0:
-            cheap.append(i)
+    cheap = [i for i in range(len(outcomes))
+             if rw.paired_bootstrap(checks[i] - checks[best], resamples, seed)[0] <= 0.0]
     return min(cheap, key=lambda i: (-recall[i], totals[i], i))
 
 

@@ -417,11 +417,18 @@ def paired_interval(a: SystemScore, b: SystemScore, k: int = K, resamples: int =
         return Interval(0.0, 0.0, 0.0)
     hit_a = np.array([(a.per_question[i] or k + 1) <= k for i in ids], dtype=float)
     hit_b = np.array([(b.per_question.get(i) or k + 1) <= k for i in ids], dtype=float)
-    picks = np.random.default_rng(seed).integers(0, len(ids), size=(resamples, len(ids)))
-    diffs = (hit_a[picks] - hit_b[picks]).mean(axis=1)
+    low, high = paired_bootstrap(hit_a - hit_b, resamples, seed, level)
+    return Interval(float(hit_a.mean() - hit_b.mean()), low, high)
+
+
+def paired_bootstrap(differences: np.ndarray, resamples: int, seed: int, level: float = 0.95) -> tuple[float, float]:
+    """The percentile interval (at `level`) of the mean of per-question `differences` between two systems (or two
+    settings) over `resamples` seeded resamplings of the questions: the same questions for both sides, so what
+    they share cancels."""
+    picks = np.random.default_rng(seed).integers(0, len(differences), size=(resamples, len(differences)))
+    means = differences[picks].mean(axis=1)
     tail = (1.0 - level) / 2.0
-    return Interval(float(hit_a.mean() - hit_b.mean()), float(np.quantile(diffs, tail)),
-                    float(np.quantile(diffs, 1.0 - tail)))
+    return float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail))
 
 
 def gate(results: dict[str, list[SystemScore]], max_worse: float = 0.10) -> list[str]:
