@@ -106,7 +106,8 @@ def regress(
 @app.command()
 def realworld(
     split: Annotated[str, typer.Option(
-        help="dev (tuning), test (the frozen held-out questions) or fresh (written after the design froze)")] = "dev",
+        help="dev (tuning), test (the frozen held-out questions), fresh or fresh2 (each written after the design"
+             " froze)")] = "dev",
     report: Annotated[Path | None, typer.Option(help="JSON report")] = None,
     api_url: Annotated[str | None, typer.Option(help="default OPSLORE_API_URL")] = None,
 ) -> None:
@@ -124,17 +125,17 @@ def realworld(
     from replay import realworld as rw
     from services.cli.client import OpsloreClient
 
-    if split not in ("dev", "test", "fresh"):
-        raise typer.BadParameter("--split is dev, test or fresh")
+    if split not in ("dev", "test", *rw.FRESH_SETS):
+        raise typer.BadParameter(f"--split is dev, test or one of {', '.join(rw.FRESH_SETS)}")
     s = get_settings()
     url = api_url or s.api_url
     pms = rw.load()
     admin = OpsloreClient(url, s.admin_token)
     client = OpsloreClient(url, admin.create_key(f"realworld-{uuid.uuid4().hex[:10]}", "reviewer", "default"))
-    asked = rw.questions(pms, split)  # type: ignore[arg-type]
+    asked = rw.questions(pms, split)
     with Progress(transient=True) as progress:
         task = progress.add_task("real postmortems", total=len(rw.history(pms)) + 4 * len(asked))
-        results = rw.evaluate(client, pms, split, progress=lambda _: progress.advance(task))  # type: ignore[arg-type]
+        results = rw.evaluate(client, pms, split, progress=lambda _: progress.advance(task))
     corpus = rw.summary(pms)
     for key, scores in results.items():
         table = Table("system", "R@1", "R@5", "MRR", "false hints", "checks on/off", "worse", title=(
@@ -184,10 +185,11 @@ def ranker_fit(
 @app.command("realworld-split")
 def realworld_split(
     fresh: Annotated[str | None, typer.Option(
-        help="freeze the incidents outside the split as the fresh set, naming the commit the design froze at")] = None,
+        help="freeze the incidents outside every frozen set as the next fresh set (fresh, then fresh2), naming the"
+             " commit the design froze at")] = None,
 ) -> None:
     """Make the frozen split of the real-incident corpus (once: refuses when replay/realworld/split.yaml exists);
-    with --fresh, freeze the incidents added since as the fresh set (once)."""
+    with --fresh, freeze the incidents added since as the next fresh set (each once)."""
     from replay import realworld as rw
 
     if fresh:

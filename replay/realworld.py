@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import yaml
@@ -49,10 +49,11 @@ CORPUS = ROOT / "incidents"
 SPLIT = ROOT / "split.yaml"
 K = 5
 MIN_RECURRING = 4  # a class needs this many incidents to have history and questions; fewer: its incidents are novel
-Role = Literal["history", "dev", "test", "dev_novel", "test_novel", "fresh", "fresh_novel"]
-Split = Literal["dev", "test", "fresh"]
-RECURRING: tuple[Role, ...] = ("dev", "test", "fresh")
-NOVEL: tuple[Role, ...] = ("dev_novel", "test_novel", "fresh_novel")
+Role = Literal["history", "dev", "test", "dev_novel", "test_novel", "fresh", "fresh_novel", "fresh2", "fresh2_novel"]
+Split = Literal["dev", "test", "fresh", "fresh2"]
+FRESH_SETS: tuple[Split, ...] = ("fresh", "fresh2")  # each written after the design froze, frozen in this order
+RECURRING: tuple[Role, ...] = ("dev", "test", "fresh", "fresh2")
+NOVEL: tuple[Role, ...] = ("dev_novel", "test_novel", "fresh_novel", "fresh2_novel")
 Lang = Literal["en", "zh"]
 
 
@@ -103,9 +104,12 @@ def load(directory: Path = CORPUS, split: Path | None = SPLIT) -> list[Postmorte
 
 
 def frozen_roles(path: Path = SPLIT) -> dict[str, Role]:
-    """Every role the split file froze: the split itself, and the fresh set added later (`fresh`), if any."""
+    """Every role the split file froze: the split itself, and each fresh set added later (`FRESH_SETS`)."""
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return {**doc["roles"], **((doc.get("fresh") or {}).get("roles") or {})}
+    roles: dict[str, Role] = dict(doc["roles"])
+    for name in FRESH_SETS:
+        roles |= (doc.get(name) or {}).get("roles") or {}
+    return roles
 
 
 def _side(cls: str) -> Literal["dev_novel", "test_novel"]:
@@ -133,10 +137,11 @@ def make_split(pms: Iterable[Postmortem]) -> dict[str, Role]:
     return roles
 
 
-def fresh_roles(pms: Iterable[Postmortem], frozen: dict[str, Role]) -> dict[str, Role]:
-    """Roles of incidents written after the split froze (pure): a question of its class (`fresh`) when the
-    class has history, otherwise a novel question (`fresh_novel`); history never grows, so every number
-    reported on the older splits stays comparable. A fresh question must be newer than its class's history."""
+def fresh_roles(pms: Iterable[Postmortem], frozen: dict[str, Role], name: Split = "fresh") -> dict[str, Role]:
+    """Roles of incidents written after the split froze and outside every set frozen before (pure): a question
+    of its class (`name`, e.g. `fresh`) when the class has history, otherwise a novel question (`fresh_novel`);
+    history never grows, so every number reported on the older sets stays comparable. A fresh question must be
+    newer than its class's history."""
     by_id = {pm.id: pm for pm in pms}
     newest: dict[str, date] = {}
     for i, role in frozen.items():
@@ -148,27 +153,35 @@ def fresh_roles(pms: Iterable[Postmortem], frozen: dict[str, Role]) -> dict[str,
         if pm.cls in newest and not pm.cls.startswith("other:"):
             if pm.date <= newest[pm.cls]:
                 raise ValueError(f"{pm.id}: dated {pm.date}, not after its class's history ({newest[pm.cls]})")
-            roles[pm.id] = "fresh"
+            roles[pm.id] = name
         else:
-            roles[pm.id] = "fresh_novel"
+            roles[pm.id] = cast(Role, f"{name}_novel")
     return roles
 
 
-def write_fresh(pms: list[Postmortem], design: str, path: Path = SPLIT) -> dict[str, int]:
-    """Freeze the fresh set into the split file, once: the incidents not in the split, written after the design
-    froze at commit `design` by writers who saw neither the ranker nor the class-mates of what they wrote."""
+def next_fresh_set(path: Path = SPLIT) -> Split:
+    """The name the next fresh set is frozen under: the first of `FRESH_SETS` the split file does not hold."""
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if doc.get("fresh"):
-        raise FileExistsError(f"{path} already holds a fresh set: it is frozen too")
-    roles = fresh_roles(pms, doc["roles"])
+    for name in FRESH_SETS:
+        if not doc.get(name):
+            return name
+    raise FileExistsError(f"{path} holds every fresh set {FRESH_SETS}: add a name to FRESH_SETS first")
+
+
+def write_fresh(pms: list[Postmortem], design: str, path: Path = SPLIT) -> dict[str, int]:
+    """Freeze the next fresh set into the split file, once: the incidents in no set frozen before, written after
+    the design froze at commit `design` by writers who saw neither the ranker nor the class-mates of what they
+    wrote. Earlier sets stay byte for byte as they were frozen (the new one is appended)."""
+    name = next_fresh_set(path)
+    roles = fresh_roles(pms, frozen_roles(path), name)
     if not roles:
         raise ValueError("no incident outside the split: nothing to freeze")
     digest = hashlib.sha256("\n".join(sorted(roles)).encode()).hexdigest()[:16]
     counts: dict[str, int] = dict(Counter(roles.values()))
-    fresh = {"about": "incidents written after the design froze; asked once (replay realworld --split fresh)",
+    fresh = {"about": f"incidents written after the design froze; asked once (replay realworld --split {name})",
              "design_commit": design, "ids_sha256": digest, "counts": counts, "roles": dict(sorted(roles.items()))}
     with path.open("a", encoding="utf-8") as out:  # appended: the split's own bytes stay as they were frozen
-        out.write(yaml.safe_dump({"fresh": fresh}, allow_unicode=True, sort_keys=False))
+        out.write(yaml.safe_dump({name: fresh}, allow_unicode=True, sort_keys=False))
     return counts
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import yaml
@@ -39,17 +40,21 @@ def test_the_split_is_frozen_and_reproduces_its_rule() -> None:
     assert len(rw.load(split=None)) == len(pms)  # every incident has its role in the frozen file
 
 
-def test_the_fresh_set_reproduces_its_rule_and_never_grows_history() -> None:
+def test_each_fresh_set_reproduces_its_rule_and_never_grows_history() -> None:
     pms = rw.load()
     split = yaml.safe_load(rw.SPLIT.read_text(encoding="utf-8"))
-    fresh = (split.get("fresh") or {}).get("roles") or {}
-    assert rw.fresh_roles(pms, split["roles"]) == fresh
-    assert not set(fresh) & set(split["roles"])
+    frozen: dict[str, rw.Role] = dict(split["roles"])
+    sets = [(name, (split.get(name) or {}).get("roles") or {}) for name in rw.FRESH_SETS]
+    for i, (name, roles) in enumerate(sets):
+        later = {pid for _, r in sets[i + 1:] for pid in r}  # a set is what was outside every earlier one then
+        assert rw.fresh_roles([pm for pm in pms if pm.id not in later], frozen, name) == roles
+        assert not set(roles) & set(frozen)
+        frozen |= roles
     history = {pm.cls: pm.date for pm in sorted(rw.history(pms), key=lambda pm: pm.date)}
     for pm in pms:
-        if pm.role == "fresh":
+        if pm.role in rw.FRESH_SETS:
             assert pm.date > history[pm.cls], pm.id
-        if pm.role == "fresh_novel":
+        if pm.role in [f"{name}_novel" for name in rw.FRESH_SETS]:
             assert pm.cls not in history or pm.cls.startswith("other:"), pm.id
 
 
@@ -60,6 +65,9 @@ def test_fresh_roles_follow_the_history_and_refuse_an_older_question() -> None:
     assert rw.fresh_roles(base + new, frozen) == {"F1": "fresh", "F2": "fresh_novel"}
     with pytest.raises(ValueError, match="F3"):
         rw.fresh_roles([*base, _pm("F3", "2019-01-01", "a", "history")], frozen)
+    later = {**frozen, "F1": "fresh", "F2": "fresh_novel"}  # the second set: only what the first did not take
+    newer = [_pm("G1", "2023-01-01", "a", "history"), _pm("G2", "2023-01-01", "y", "history")]
+    assert rw.fresh_roles(base + new + newer, later, "fresh2") == {"G1": "fresh2", "G2": "fresh2_novel"}
 
 
 def test_questions_send_no_root_cause_and_no_class_in_either_language() -> None:
@@ -112,3 +120,19 @@ def test_the_paired_interval_brackets_the_difference_and_narrows_with_more_quest
     wide = rw.paired_interval(system([True, False] * 10), system([False, True] * 10))
     narrow = rw.paired_interval(system([True, False] * 100), system([False, True] * 100))
     assert narrow.high - narrow.low < wide.high - wide.low
+
+
+def test_fresh_sets_are_appended_in_order_and_earlier_bytes_never_change(tmp_path: Path) -> None:
+    split = tmp_path / "split.yaml"
+    base = [_pm("H1", "2020-01-01", "a", "history"), _pm("Q1", "2021-01-01", "a", "dev")]
+    split.write_text(yaml.safe_dump({"roles": {"H1": "history", "Q1": "dev"}}), encoding="utf-8")
+    first = [_pm("F1", "2022-01-01", "a", "history")]
+    assert rw.write_fresh(base + first, "c1", split) == {"fresh": 1}
+    frozen = split.read_bytes()
+    second = [_pm("G1", "2023-01-01", "a", "history"), _pm("G2", "2023-02-01", "z", "history")]
+    assert rw.write_fresh(base + first + second, "c2", split) == {"fresh2": 1, "fresh2_novel": 1}
+    assert split.read_bytes().startswith(frozen)
+    assert rw.frozen_roles(split) == {"H1": "history", "Q1": "dev", "F1": "fresh", "G1": "fresh2",
+                                      "G2": "fresh2_novel"}
+    with pytest.raises(FileExistsError, match="every fresh set"):
+        rw.write_fresh(base + first + second, "c3", split)
