@@ -20,7 +20,7 @@ seen.
    languages, each asked as written and again text-only, without its alert and signals, as an agent with only
    words asks): every combination on a grid is ranked in process (`rank`, the live function) and scored by the
    planner (`pick`): memory-on's total checks over the four conditions (recurrences plus one per hinted class on
-   novel questions) first, but a point whose extra checks are within the dev set's sampling noise (paired
+   novel questions) first, but a point whose extra checks are within the tuning set's sampling noise (paired
    bootstrap) counts as just as cheap, and among those the one finding the most recurrences wins. The whole
    trade-off curve (Recall@5 against false-hint rate and checks per threshold, per condition) is written next to
    the coefficients, so a team can read what `OPSLORE_BRIEFING_MIN_RELEVANCE` buys.
@@ -68,7 +68,7 @@ CATEGORY_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0)
 TUNING: tuple[rw.Split, ...] = ("dev", "fresh")  # fresh: spent (run twice and reported), 121 recurrences with dev
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
 OUT = Path(__file__).resolve().parents[1] / "services" / "briefing" / "data" / "ranker.json"
-CURVES = Path(__file__).parent / "realworld" / "ranker-curves.json"  # the dev trade-off curves behind the choice
+CURVES = Path(__file__).parent / "realworld" / "ranker-curves.json"  # the tuning trade-off curves behind the choice
 
 
 @dataclass
@@ -195,8 +195,8 @@ def model_doc(m: Any, names: tuple[str, ...], c: float, cv: dict[str, float], pa
 
 def choose(asked: list[Asked], pms: list[rw.Postmortem], name: str, doc: dict[str, Any],
            lexical: bool) -> dict[str, Any]:
-    """The abstention point and category weight on dev: `pick` over the grid's points (memory-on's checks first,
-    recall where the checks cannot tell points apart)."""
+    """The abstention point and category weight on the tuning questions: `pick` over the grid's points (memory-on's
+    checks first, recall where the checks cannot tell points apart)."""
     curve: list[dict[str, Any]] = []
     per_point: list[dict[str, tuple[int, int]]] = []
     for cw in CATEGORY_WEIGHTS:
@@ -213,8 +213,8 @@ def choose(asked: list[Asked], pms: list[rw.Postmortem], name: str, doc: dict[st
                     rankings[a.pm.id] = rw.Ranking(a.pm.id, [[str(s.facts.family_id)] for s in ranked.hints],
                                                    [s.facts.root_cause_category for s in ranked.hints])
                 questions = [a.pm for a in asked if a.condition == condition]
-                point[condition] = _score(pms, questions, rankings)
-                for pm, cost in _outcomes(pms, questions, rankings).items():
+                point[condition], per_question = _score(pms, questions, rankings)
+                for pm, cost in per_question.items():
                     checks, hit = outcome.get(pm, (0, 0))
                     outcome[pm] = (checks + cost[0], hit + cost[1])
             curve.append(point)
@@ -224,13 +224,13 @@ def choose(asked: list[Asked], pms: list[rw.Postmortem], name: str, doc: dict[st
 
 
 def pick(outcomes: list[dict[str, tuple[int, int]]], resamples: int = 2000, seed: int = 29) -> int:
-    """Which point to ship, from each point's outcome per dev question (memory-on's checks, recurrences found in the
+    """Which point to ship, from each point's outcome per tuning question (memory-on's checks, recurrences found in the
     top 5; summed over the conditions a question is asked in). The point with the fewest checks is the reference;
     a point whose extra checks over it are within sampling noise (the 95% interval of the paired bootstrap over the
     questions, resampled with all their conditions together, reaches 0) counts as just as cheap, and among those
     the one finding the most recurrences wins (then fewer checks, then the grid's order). Fewer checks alone picked
     a point that saved 3% of the checks on 44 questions and cost up to 0.21 of Recall@5 in a condition: a
-    difference the dev set cannot resolve must not buy recall away. Seeded: a refit reproduces its choice."""
+    difference the tuning set cannot resolve must not buy recall away. Seeded: a refit reproduces its choice."""
     questions = sorted(outcomes[0])
     checks = np.array([[o[q][0] for q in questions] for o in outcomes], dtype=float)
     found = np.array([[o[q][1] for q in questions] for o in outcomes], dtype=float)
@@ -241,21 +241,10 @@ def pick(outcomes: list[dict[str, tuple[int, int]]], resamples: int = 2000, seed
     return min(cheap, key=lambda i: (-recall[i], totals[i], i))
 
 
-def _outcomes(pms: list[rw.Postmortem], asked: list[rw.Postmortem],
-              rankings: dict[str, rw.Ranking]) -> dict[str, tuple[int, int]]:
-    """Per question: memory-on's checks and whether a recurrence's class is among the first K hints."""
-    order = rw.class_order(pms)
-    out = {}
-    for pm in asked:
-        classes = rankings[pm.id].classes[:rw.K]
-        recurring = pm.role in rw.RECURRING
-        plan = rw.plan(order, classes, pm.cls if recurring else None)
-        out[pm.id] = (plan.checks_on, int(recurring and pm.cls in classes))
-    return out
-
-
-def _score(pms: list[rw.Postmortem], asked: list[rw.Postmortem], rankings: dict[str, rw.Ranking]) -> dict[str, Any]:
-    """`rw.score` over family ids: a ranking cites families here, so map history incidents to them."""
+def _score(pms: list[rw.Postmortem], asked: list[rw.Postmortem],
+           rankings: dict[str, rw.Ranking]) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
+    """`rw.score` over family ids (a ranking cites families here, so map history incidents to them), and per
+    question what `pick` weighs: memory-on's checks, and whether a recurrence's class is among the first K hints."""
     order = rw.class_order(pms)
     rec = [pm for pm in asked if pm.role in rw.RECURRING]
     nov = [pm for pm in asked if pm.role not in rw.RECURRING]
@@ -263,13 +252,16 @@ def _score(pms: list[rw.Postmortem], asked: list[rw.Postmortem], rankings: dict[
     for pm in rec:
         classes = rankings[pm.id].classes[:rw.K]
         ranks.append(next((i for i, c in enumerate(classes, start=1) if c == pm.cls), None))
-    plans = [rw.plan(order, rankings[pm.id].classes[:rw.K], pm.cls if pm in rec else None) for pm in asked]
+    plans = {pm.id: rw.plan(order, rankings[pm.id].classes[:rw.K], pm.cls if pm in rec else None) for pm in asked}
     n = max(len(rec), 1)
-    return {"recall_at_1": round(sum(1 for r in ranks if r == 1) / n, 3),
-            "recall_at_5": round(sum(1 for r in ranks if r) / n, 3),
-            "false_hint_rate": round(sum(1 for pm in nov if rankings[pm.id].cited) / max(len(nov), 1), 3),
-            "checks_on": sum(p.checks_on for p in plans), "checks_off": sum(p.checks_off for p in plans),
-            "worse": sum(1 for p in plans if p.checks_on > p.checks_off)}
+    figures = {"recall_at_1": round(sum(1 for r in ranks if r == 1) / n, 3),
+               "recall_at_5": round(sum(1 for r in ranks if r) / n, 3),
+               "false_hint_rate": round(sum(1 for pm in nov if rankings[pm.id].cited) / max(len(nov), 1), 3),
+               "checks_on": sum(p.checks_on for p in plans.values()),
+               "checks_off": sum(p.checks_off for p in plans.values()),
+               "worse": sum(1 for p in plans.values() if p.checks_on > p.checks_off)}
+    found = {pm.id: int(pm.cls in rankings[pm.id].classes[:rw.K]) for pm in rec}
+    return figures, {i: (plan.checks_on, found.get(i, 0)) for i, plan in plans.items()}
 
 
 def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, out: Path = OUT,

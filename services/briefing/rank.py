@@ -22,7 +22,7 @@ signals the same way each time): exact alert name, share of requested signals, e
 a requested signal that the record marked misleading. Their weights are documented priors, not fitted.
 
 Abstention (the rule `explain` reports): a hint needs relevance >= the model's `min_relevance` (chosen on the
-dev questions by the outcome, checks sent against recurrences found: `replay/ranker_fit.py`) AND a match
+tuning questions by the outcome, checks sent against recurrences found: `replay/ranker_fit.py`) AND a match
 beyond "same service". Ranking multiplies relevance by quality (confidence adjusted by feedback, time decay,
 environment fit) and by the share of the evidence that points at the record's root-cause category among
 everything kept for this question (`infer_categories`), so several similar past incidents reinforce their

@@ -19,8 +19,8 @@ def memory(api: OpsloreClient, settings: Settings) -> tuple[OpsloreClient, list[
     return build_memory(api, settings.api_url)
 
 
-@pytest.mark.xfail(strict=True, reason="issue #29 open: the text model fitted on the real corpus abstains at 0.04 "
-                   "(chosen on dev by the planner's checks), so the synthetic corpus's novel trials now get hints")
+@pytest.mark.xfail(strict=True, reason="issue #29: the text model fitted on the real corpus abstains at 0.04 (chosen "
+                   "on the tuning questions by the planner's checks), so the synthetic corpus's novel trials get hints")
 def test_real_ranking_passes_the_gate(memory: tuple[OpsloreClient, list[dict[str, Any]]]) -> None:
     client, archetypes = memory
     result = run_gate(client, archetypes, live_brief(client))
