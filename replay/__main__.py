@@ -182,6 +182,43 @@ def ranker_fit(
     typer.echo(json.dumps(out, indent=1))
 
 
+@app.command()
+def within(
+    org: Annotated[list[str], typer.Option(help="organisations of replay/realworld/within/split.yaml")] = ["gitlab"],  # noqa: B006
+    report: Annotated[Path, typer.Option(help="JSON report")] = Path("replay/results/within.json"),
+    api_url: Annotated[str | None, typer.Option(help="default OPSLORE_API_URL")] = None,
+) -> None:
+    """One organisation's own history in time order: causes against its base rates, static and replayed in time
+    order with and without feedback (see replay/within.py); a reliability diagram beside the report."""
+    import json
+
+    from replay import within as wi
+    from services.cli.client import OpsloreClient
+
+    s = get_settings()
+    url = api_url or s.api_url
+    out = wi.report(OpsloreClient(url, s.admin_token), url, org, report.parent,
+                    lambda step: typer.echo(f"  {step}", err=True))
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    typer.echo(json.dumps({o: {lang: r[lang]["outcome"] for lang in ("en", "zh")} for o, r in out["static"].items()},
+                          indent=1))
+
+
+@app.command("causes-fit")
+def causes_fit(
+    tenant: Annotated[str | None, typer.Option(help="reuse a tenant an earlier fit learned")] = None,
+) -> None:
+    """Fit the shipped causes model on history (time order) and the tuning questions; writes
+    services/briefing/data/causes.json (see replay/causes_fit.py)."""
+    import json
+
+    from replay import causes_fit as fit
+
+    out = fit.run(get_settings(), lambda step: typer.echo(f"  {step}", err=True), tenant=tenant)
+    typer.echo(json.dumps(out, indent=1))
+
+
 @app.command("realworld-split")
 def realworld_split(
     fresh: Annotated[str | None, typer.Option(

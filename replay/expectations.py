@@ -45,6 +45,15 @@ def check_answer(expect: Expect, answer: dict[str, Any]) -> list[Check]:
         out.append(Check(f"at most {expect.max_hints} hints", len(hints) <= expect.max_hints, f"{len(hints)} hints"))
     if expect.min_hints is not None:
         out.append(Check(f"at least {expect.min_hints} hints", len(hints) >= expect.min_hints, f"{len(hints)} hints"))
+    if expect.top_cause:
+        causes = [c["category"] for c in answer.get("causes", [])]
+        out.append(Check(f"top cause {expect.top_cause}", causes[:1] == [expect.top_cause], f"causes {causes[:3]}"))
+    by_category = {c["category"]: c for c in answer.get("causes", [])}
+    for category in expect.raises:
+        c = by_category.get(category)
+        ok = c is not None and c["probability"] > c["prior"]
+        detail = f"{c['probability']} vs base rate {c['prior']}" if c else "not listed"
+        out.append(Check(f"raises {category}", ok, detail))
     text = json.dumps(hints, ensure_ascii=False).lower()
     for needle in expect.text_absent:
         found = needle.lower() in text

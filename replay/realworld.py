@@ -66,7 +66,7 @@ class Postmortem(BaseModel):
     source: str
     cls: str = Field(alias="class")
     lang: Lang
-    alert: str
+    alert: str | None
     services: list[str]
     signals: list[str]
     symptoms: str
@@ -85,15 +85,28 @@ class Postmortem(BaseModel):
         req: dict[str, Any] = {"services": self.services, "text": self.symptoms_in(lang or self.lang),
                                "environment": "prod", "limit": K}
         if not text_only:
-            req |= {"alert": {"name": self.alert}, "signals": self.signals}
+            req |= {"signals": self.signals} | ({"alert": {"name": self.alert}} if self.alert else {})
         return req
 
 
-def load(directory: Path = CORPUS, split: Path | None = SPLIT) -> list[Postmortem]:
+# Outside checkers hold these organisations' incident reports: our sets leave them out, whatever role the frozen
+# split gave them (35 incidents written before the rule: 3 of history, 9 of dev/test, 23 of the fresh sets).
+EXCLUDED_ORGS = frozenset({"GitHub", "Cloudflare"})
+# An incident no alert paged for was declared by hand under its own title: its alert name matches no other incident
+# (one shared placeholder would make every such record an identity match of every other), and its questions name
+# no alert.
+DECLARED = "declared by on-call: {id}"
+
+
+def load(directory: Path = CORPUS, split: Path | None = SPLIT,
+         excluded: frozenset[str] = EXCLUDED_ORGS) -> list[Postmortem]:
+    """The corpus (with its frozen roles), less the `excluded` organisations' incidents (the split's own rule is
+    reproduced over all of them: `excluded=frozenset()`)."""
     pms: list[Postmortem] = []
     for path in sorted(directory.glob("*.yaml")):
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         pms += [Postmortem.model_validate(item) for item in doc.get("incidents") or []]
+    pms = [pm for pm in pms if pm.org not in excluded]
     ids = Counter(pm.id for pm in pms)
     if dup := [i for i, n in ids.items() if n > 1]:
         raise ValueError(f"duplicate ids in {directory}: {dup}")
@@ -207,8 +220,8 @@ def history_incident(pm: Postmortem) -> ScenarioIncident:
     cat = pm.cls
     events = [
         ScenarioEvent(type="incident.opened", at=_at(pm, 0), writer={"kind": "tool", "id": "alertmanager"},
-                      payload={"alert": {"name": pm.alert}, "title": pm.symptoms[:120], "services": pm.services,
-                               "environment": "prod"}),
+                      payload={"alert": {"name": pm.alert or DECLARED.format(id=pm.id)}, "title": pm.symptoms[:120],
+                               "services": pm.services, "environment": "prod"}),
         ScenarioEvent(type="observation.recorded", at=_at(pm, 5), ref="obs",
                       writer={"kind": "tool", "id": "prometheus"},
                       payload={"source": "prometheus", "summary": pm.symptoms, "signals": pm.signals,
@@ -370,6 +383,7 @@ def learn_history(client: OpsloreClient, pms: list[Postmortem], progress: Callab
             raise RuntimeError(f"{inc.id}: {check.detail}")
         progress(inc.id)
     client.calibrate()  # the tenant's abstention point from the history just learned (as briefings would start it)
+    client.calibrate_causes()  # and its causes model, as briefings would start it in the background
 
 
 def embedding_baseline() -> tuple[str, Ranker]:

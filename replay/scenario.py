@@ -58,6 +58,8 @@ class Expect(_M):
     max_hints: int | None = None
     min_hints: int | None = None
     text_absent: list[str] = Field(default_factory=list)
+    top_cause: str | None = None  # the first of the answer's causes (v1.3) is this category
+    raises: list[str] = Field(default_factory=list)  # these causes' probabilities are above their base rates
 
 
 class Query(_M):

@@ -127,9 +127,24 @@ class Hint(BaseModel):
     explain: dict[str, float | str] | None = None
 
 
+class CauseView(BaseModel):
+    """One root-cause category of the tenant's history and how likely the current incident's cause is of it
+    (CONTRACT v1.3 "Causes")."""
+
+    category: str
+    probability: float = Field(ge=0, le=1)
+    prior: float = Field(ge=0, le=1, description="the category's base rate in the tenant's approved history")
+    basis: Literal["evidence", "prior"]
+    family_ids: list[UUID] = Field(default_factory=list)
+
+
 class BriefingResponse(BaseModel):
     briefing_id: UUID
     hints: list[Hint]
+    causes: list[CauseView] = Field(default_factory=list)
+    novelty: float = Field(default=1.0, ge=0, le=1)
+    rest: float = Field(default=0.0, ge=0, le=1)
+    causes_explain: dict[str, Any] | None = None
     degraded: list[str] = Field(default_factory=list)
     rendered: str = ""
     token_estimate: int = 0
@@ -144,6 +159,8 @@ class BriefingResponse(BaseModel):
             for hint in body["hints"]:
                 if hint.get("explain") is None:
                     hint.pop("explain", None)
+            if body.get("causes_explain") is None:
+                body.pop("causes_explain", None)
             self._wire = body
         return self._wire
 
@@ -191,6 +208,16 @@ class RecordSearchRequest(_Req):
     query: str = Field(min_length=1, max_length=4000)
     services: list[ShortText] = Field(default_factory=list, max_length=50)
     limit: int = Field(default=5, ge=1, le=10)
+
+
+class CausesCalibrationView(BaseModel):
+    """A tenant's causes model fitted on its lived history (services/briefing/causes_calibrator.py): `model` is
+    the ranker model it serves, `causes_model` the fitted weights, `report` the run's Brier scores (in sample)."""
+
+    model: str
+    causes_model: dict[str, Any]
+    questions: int
+    report: dict[str, Any]
 
 
 class CalibrationView(BaseModel):

@@ -20,6 +20,7 @@ from schemas.api import (
     BriefingRequest,
     BriefingResponse,
     CalibrationView,
+    CausesCalibrationView,
     DismissRequest,
     ExecuteResponse,
     FeedbackRequest,
@@ -157,6 +158,14 @@ def calibrate(svc: Svc, caller: Caller) -> CalibrationView:
     """Calibrate the tenant's abstention point from its approved history now (reviewer; briefings also start it
     in the background when the tenant's size moved); a few seconds per hundred records."""
     return svc.briefing.calibrate(caller)
+
+
+@router.post("/v1/causes/calibration", response_model=CausesCalibrationView)
+def calibrate_causes(svc: Svc, caller: Caller) -> CausesCalibrationView:
+    """Fit the tenant's causes model on its lived history now (reviewer; briefings also start it in the background
+    when the tenant's size moved): every approved incident asked against what was approved before it, and its
+    briefings' adopted and refuted feedback."""
+    return svc.briefing.calibrate_causes(caller)
 
 
 @router.post("/v1/records/search", response_model=RecordSearchResponse)

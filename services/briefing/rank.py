@@ -330,6 +330,7 @@ class Ranked:
 
     hints: list[Scored]
     categories: dict[str, float]
+    candidates: list[Scored] = field(default_factory=list)  # every applicable candidate, best score first
 
 
 def rank(q: RankQuery, rows: list[RecordFacts], policy: RankPolicy, limit: int,
@@ -346,20 +347,29 @@ def rank(q: RankQuery, rows: list[RecordFacts], policy: RankPolicy, limit: int,
     ranks = cosine_ranks(evidence)
     model, threshold = policy.model, policy.threshold
     kept: list[Scored] = []
+    every: list[Scored] = []
     for i, (row, e) in enumerate(zip(rows, evidence, strict=True)):
         features = text_features(e, best_words, best_cosine, ranks[i])
         text = model.probability(features)
         parts = structured(q, row)
-        if is_specific(text, parts, threshold) and (rel := fuse(text, parts)) >= threshold:
-            kept.append(_scored(q, row, policy, {**features, "text": text, **parts}, rel))
+        rel = fuse(text, parts)
+        scored = _scored(q, row, policy, {**features, "text": text, **parts}, rel)
+        every.append(scored)
+        if is_specific(text, parts, threshold) and rel >= threshold:
+            kept.append(scored)
     shares = infer_categories(kept)
     rule = f"relevance >= {threshold:.3f} ({model.name}, {policy.source}) and a match beyond the service"
     for s in kept:
         share = shares.get(s.facts.root_cause_category or "", 0.0)
         s.score = round(s.score * (1.0 + model.category_weight * share), 4)
         s.category_share, s.rule = share, rule
-    kept.sort(key=lambda s: (-s.score, -s.relevance, s.facts.family_id))  # uuid order is its hex string's
-    return Ranked(distinct_causes_first(kept)[:limit], shares)
+    kept.sort(key=_order)
+    every.sort(key=_order)
+    return Ranked(distinct_causes_first(kept)[:limit], shares, every)
+
+
+def _order(s: Scored) -> tuple[float, float, Any]:
+    return -s.score, -s.relevance, s.facts.family_id  # uuid order is its hex string's
 
 
 def distinct_causes_first(ranked: list[Scored]) -> list[Scored]:

@@ -10,7 +10,7 @@ The JSON answer keeps the text verbatim.
 
 from __future__ import annotations
 
-from schemas.api import Hint
+from schemas.api import CauseView, Hint
 from services.common.printable import printable
 
 HEADER = "Past incidents (clues, not verdicts; confirm each with current telemetry before acting):"
@@ -31,7 +31,42 @@ def render_hint(rank: int, h: Hint) -> str:
     return "\n".join(lines)
 
 
-def render(hints: list[Hint]) -> str:
+def _words(p: float) -> str:
+    """A probability in the words an agent weighs."""
+    if p >= 0.6:
+        return "likely"
+    if p >= 0.3:
+        return "plausible"
+    if p >= 0.1:
+        return "possible"
+    return "unlikely"
+
+
+def _pct(p: float) -> str:
+    return f"{p * 100:.0f}%" if p >= 0.01 else "<1%"
+
+
+def render_causes(causes: list[CauseView], novelty: float) -> list[str]:
+    """The causes in words: the evidence-backed ones with their probability against their base rate, or, when
+    no history matches, the tenant's usual causes and how likely the cause is a new one."""
+    if not causes:
+        return ["No approved history yet: every cause is new to this memory; investigate from current evidence."]
+    backed = [c for c in causes if c.basis == "evidence"]
+    usual = ", ".join(f"{_shown(c.category)} ({_pct(c.prior)})" for c in
+                      sorted((c for c in causes if c.basis == "prior"), key=lambda c: -c.prior)[:3])
+    if not backed:
+        return [f"No specific history matches; this tenant's usual causes are {usual}. "
+                f"A cause new to this tenant: {_pct(novelty)}. Investigate from current evidence."]
+    lines = ["Likely causes from this tenant's history (hypotheses: check them against current evidence):"]
+    for c in backed:
+        lines.append(f"- {_shown(c.category)}: {_words(c.probability)}, {_pct(c.probability)} "
+                     f"(base rate {_pct(c.prior)}), {len(c.family_ids)} similar past incident(s)")
+    lines.append(f"- otherwise by base rate: {usual}; a cause new to this tenant: {_pct(novelty)}")
+    return lines
+
+
+def render(hints: list[Hint], causes: list[CauseView] | None = None, novelty: float = 1.0) -> str:
+    head = render_causes(causes, novelty) if causes is not None else []
     if not hints:
-        return "No relevant past incidents: investigate from current evidence."
-    return "\n".join([HEADER, *(render_hint(i, h) for i, h in enumerate(hints, 1))])
+        return "\n".join(head or ["No relevant past incidents: investigate from current evidence."])
+    return "\n".join([*head, HEADER, *(render_hint(i, h) for i, h in enumerate(hints, 1))])

@@ -120,6 +120,13 @@ def text_match_lexemes(stats: CorpusStats, lexemes: list[str], budget: int = TEX
     return out
 
 
+def version_facts(cur: Cursor, keys: list[VersionKey]) -> list[RecordFacts]:
+    """The facts of any versions (current or not), by primary key under RLS: what a family was before a later
+    version replaced it (the causes calibration asks a recurrence against its family as it was)."""
+    cur.execute(_FACTS, ([k[0] for k in keys], [k[1] for k in keys]))
+    return [RecordFacts.of(r) for r in cur.fetchall()]
+
+
 def _read_facts(cur: Cursor, keys: list[FactsKey]) -> dict[FactsKey, RecordFacts]:
     """By primary key, under RLS; each under the generation it was asked for."""
     cur.execute(_FACTS, ([k[0] for k in keys], [k[1] for k in keys]))

@@ -25,6 +25,8 @@ from schemas.api import (
     BriefingRequest,
     BriefingResponse,
     CalibrationView,
+    CausesCalibrationView,
+    CauseView,
     CheckView,
     EvidenceView,
     FeedbackRequest,
@@ -32,11 +34,14 @@ from schemas.api import (
     RecordSearchRequest,
 )
 from schemas.ledger import EventType, LedgerRecord, Trust, envelope
+from services.briefing import causes as cause_model
 from services.briefing import records as briefing_records
 from services.briefing import retrieval
 from services.briefing.cache import VersionCache
 from services.briefing.calibrator import Calibrator
+from services.briefing.causes_calibrator import CausesCalibrator
 from services.briefing.facts import RecordFacts
+from services.briefing.history import CauseHistories, CauseHistory
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank, text_model
 from services.briefing.render import render
 from services.briefing.semantic import SemanticIndex
@@ -157,6 +162,8 @@ class BriefingService:
         self.cache = VersionCache(settings.briefing_cache_versions)
         self.settler = CommitSettler(settings.briefing_recorder_threads, wake_at=db.pool.max_size // 4)
         self.calibrator = Calibrator(self)
+        self.histories = CauseHistories()
+        self.causes_calibrator = CausesCalibrator(self)
 
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")
@@ -189,10 +196,18 @@ class BriefingService:
                                recurrences=result.recurrences, novel=result.novel,
                                curve=[{"min_relevance": t, "checks": float(c)} for t, c in result.curve])
 
+    def calibrate_causes(self, principal: Principal) -> CausesCalibrationView:
+        """Fit the caller's tenant's causes model now (reviewer)."""
+        principal.require("reviewer")
+        name, fitted, report = self.causes_calibrator.run(principal.scoped_tenant)
+        return CausesCalibrationView(model=name, causes_model=fitted.to_json(), questions=fitted.questions,
+                                     report=report)
+
     def close(self) -> None:
         """Settle the records of briefings already answered (graceful shutdown)."""
         self.settler.close()
         self.calibrator.close()
+        self.causes_calibrator.close()
 
     def search(self, principal: Principal, req: RecordSearchRequest, now: datetime | None = None) -> list[Hint]:
         """Approved records for a free-text query, ranked and warned like a briefing; records nothing."""
@@ -250,14 +265,49 @@ class BriefingService:
         q, reads, degraded = found.query, found.reads, found.degraded
         policy = self._tenant_policy(cur, principal.scoped_tenant, now, found)
         ranking = rank(q, found.rows, policy, req.limit, found.similarities, found.stats)
+        history = self.histories.get(cur, principal.scoped_tenant, principal.project, found.stats.docs)
+        answer = self._causes(cur, principal.scoped_tenant, policy, history, ranking, req.limit)
+        shown = cause_model.follow_causes([c.category for c in answer.evidence], ranking.candidates,
+                                          lambda s: history.cause_of(str(s.facts.family_id),
+                                                                     s.facts.root_cause_category),
+                                          req.limit, policy.threshold)
+        ranking = Ranked(shown, ranking.categories, ranking.candidates)
         details = retrieval.fetch_details(cur, [s.facts for s in ranking.hints], self.cache)
         ctx = self._context(reads, ranking)
         hints = [self._hint(s, details[s.facts.ident], q, req, ctx, detail=2 if i == 0 else 1)
                  for i, s in enumerate(ranking.hints)]
-        response = BriefingResponse(briefing_id=uuid.uuid4(), hints=hints, degraded=degraded, rendered=render(hints))
+        causes = [CauseView(category=c.category, probability=c.probability, prior=c.prior, basis=c.basis,
+                            family_ids=[uuid.UUID(f) for f in c.family_ids]) for c in answer.causes]
+        response = BriefingResponse(briefing_id=uuid.uuid4(), hints=hints, causes=causes, novelty=answer.novelty,
+                                    rest=answer.rest, degraded=degraded,
+                                    causes_explain=self._causes_explain(answer, history) if req.explain else None,
+                                    rendered=render(hints, causes, answer.novelty))
         response.token_estimate = token_estimate(response.rendered)
         response.count_wire_tokens(token_estimate)
         return response
+
+    def _causes(self, cur: Cursor, tenant: str, policy: RankPolicy, history: CauseHistory, ranking: Ranked,
+                limit: int) -> cause_model.CausesAnswer:
+        """The calibrated causes of the question (`causes.answer`) from every ranked candidate's relevance, with
+        the tenant's calibrated model (a run started in the background when it is missing or stale)."""
+        evidence = cause_model.gather(
+            cause_model.candidate(cause, s) for s in ranking.candidates
+            if (cause := history.cause_of(str(s.facts.family_id), s.facts.root_cause_category)) is not None)
+        name = policy.model.name
+        model = self.causes_calibrator.model(cur, tenant, name)
+        if self.settings.briefing_causes_calibration:
+            self.causes_calibrator.refresh_if_stale(tenant, name, history.history.records)
+        return cause_model.answer(history.history, evidence, model, limit)
+
+    @staticmethod
+    def _causes_explain(answer: cause_model.CausesAnswer, history: CauseHistory) -> dict[str, Any]:
+        m = answer.model
+        return {"model": m.source, "questions": m.questions, "weights": dict(zip(cause_model.FEATURES, m.weights,
+                                                                                   strict=True)),
+                "novel_bias": m.novel_bias, "novel_relevance": m.novel_relevance,
+                "history_records": history.history.records, "novelty_prior": answer.novelty_prior,
+                "basis_rule": "evidence: the causes whose checking first lowers the expected checks of the planner "
+                              "(evidence causes, then the rest by base rate) under these probabilities"}
 
     def get(self, principal: Principal, briefing_id: uuid.UUID) -> dict[str, Any]:
         """The answer as it was given (GET /v1/briefings/{id}); 404 outside the caller's tenant/project."""

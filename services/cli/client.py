@@ -100,6 +100,9 @@ class OpsloreClient:
     def calibrate(self) -> dict[str, Any]:
         return dict(self.request("POST", "/v1/calibration"))
 
+    def calibrate_causes(self) -> dict[str, Any]:
+        return dict(self.request("POST", "/v1/causes/calibration"))
+
     def briefing(self, request: dict[str, Any]) -> dict[str, Any]:
         return dict(self.request("POST", "/v1/briefings", json=request))
 

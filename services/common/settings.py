@@ -80,6 +80,11 @@ class Settings(BaseSettings):
         False, description="serve each tenant's abstention point calibrated from its own approved history "
         "(leave-one-out, POST /v1/calibration; briefings start it when the tenant's size moved); off: the shipped "
         "model's point. Off by default: on the real-incident corpus's dev questions it cut Recall@5 from 0.41 to 0.12")
+    briefing_causes_calibration: bool = Field(
+        True, description="fit each tenant's causes model (briefing `causes`) on its own lived history in the "
+        "background: every approved incident asked against what was approved before it, and its briefings' adopted "
+        "and refuted feedback (services/briefing/causes_calibrator.py); off: the shipped model "
+        "(services/briefing/data/causes.json)")
     briefing_durable_commit: bool = Field(False, description="wait for the WAL flush when a briefing's record "
                                           "(its row and lineage edges) commits; off: a database crash can lose the "
                                           "records of the last ~0.6 s of briefings, never half of one")

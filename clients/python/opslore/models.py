@@ -102,9 +102,24 @@ class Hint(_Answer):
     explain: dict[str, float | str] | None = None
 
 
+class CauseView(_Answer):
+    """One root-cause category of the tenant's history and how likely the current incident's cause is of it
+    (CONTRACT v1.3 "Causes")."""
+
+    category: str
+    probability: float
+    prior: float
+    basis: Literal['evidence', 'prior']
+    family_ids: list[UUID] = Field(default_factory=list)
+
+
 class BriefingResponse(_Answer):
     briefing_id: UUID
     hints: list[Hint]
+    causes: list[CauseView] = Field(default_factory=list)
+    novelty: float = 1.0
+    rest: float = 0.0
+    causes_explain: dict[str, Any] | None = None
     degraded: list[str] = Field(default_factory=list)
     rendered: str = ''
     token_estimate: int = 0

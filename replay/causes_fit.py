@@ -1,0 +1,114 @@
+"""Fit the shipped causes model: the documented procedure behind `services/briefing/data/causes.json`.
+
+The shipped model is what a tenant with little history answers with, and the centre of the prior every tenant's
+own calibration shrinks towards (`services/briefing/causes.py`). It reads the real-incident corpus's history and
+its tuning questions (`ranker_fit.TUNING`: dev and the spent first fresh set); the test split, the second fresh set
+and the within-organisation sets are never seen.
+
+1. The history of `replay/realworld` is learned into a fresh tenant of the live stack through the whole pipeline
+   (as `replay realworld` does).
+2. Lived questions, exactly as a tenant's own calibration gathers them (`CausesCalibrator.questions`, in process:
+   the briefing's retrieval and ranking): every history record asked with its own symptoms against the records
+   that happened before it, with the base rates of that earlier history; its cause, or NEW.
+3. Tuning questions: every tuning incident asked (in its language and the other, with and without its alert and
+   signals) against the whole history; its class, or NEW when the history has none of it.
+4. `causes.fit` on both, centred on the base rates (all weights 0 but identity's documented prior) with a weak
+   prior (`PRECISION`; the identity weight held at `causes.IDENTITY_WEIGHT`), once with the embedding (the
+   served model's key) and once without (`lexical`).
+The report (written beside the models) gives the mean Brier score of the base rates, and of the fitted model on
+the same questions (in sample: the fit's own data, not a held-out figure).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from replay import realworld as rw
+from replay.ranker_fit import TUNING
+from schemas.api import BriefingRequest
+from services.briefing import causes
+from services.briefing.causes import NEW, CausesModel, Question, TenantHistory
+from services.briefing.causes_calibrator import CausesCalibrator, Lived, evaluate
+from services.briefing.embedding import MultilingualE5Embedder
+from services.briefing.rank import rank
+from services.briefing.semantic import SemanticIndex
+from services.briefing.service import BriefingService
+from services.cli.client import OpsloreClient
+from services.common.auth import Principal
+from services.common.db import Database
+from services.common.settings import Settings
+
+OUT = Path(__file__).resolve().parents[1] / "services" / "briefing" / "data" / "causes.json"
+PRECISION = 1.0
+
+
+def precisions() -> list[float]:
+    """The shipped fit's prior precision per parameter: weak everywhere but on the identity weight, which the
+    corpus cannot weigh (`causes.IDENTITY_WEIGHT`)."""
+    return [causes.IDENTITY_PRECISION if f == "identity" else PRECISION for f in causes.FEATURES] + [PRECISION] * 2
+
+
+def tuning_questions(service: BriefingService, tenant: str, pms: list[rw.Postmortem]) -> list[Question]:
+    """The tuning incidents asked against the whole history (both languages, with and without alert/signals)."""
+    principal = Principal(key_id=uuid.uuid4(), tenant=tenant, project="default", role="agent")
+    now = datetime.now(UTC)
+    with service.db.tenant_transaction(tenant) as cur:
+        lived = Lived.read(cur)
+    history = TenantHistory.of_sequence(lived.causes)
+    out = []
+    for split in TUNING:
+        for pm in rw.questions(pms, split):
+            for lang in ("en", "zh"):
+                for text_only in (False, True):
+                    req = BriefingRequest.model_validate(pm.request(lang, text_only))
+                    with service.db.tenant_transaction(tenant) as cur:
+                        found = service.retrieve(cur, principal, req, now, service.embed(req))
+                    policy = service.policy(now, found.similarities is not None, threshold=0.0)
+                    ranked = rank(found.query, found.rows, policy, 10, found.similarities, found.stats)
+                    evidence = causes.gather(causes.candidate(lived.cause[str(s.facts.family_id)], s)
+                                             for s in ranked.candidates if str(s.facts.family_id) in lived.cause)
+                    out.append(Question(history, evidence, cause=pm.cls if pm.cls in history.counts else NEW))
+    return out
+
+
+def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, out: Path = OUT,
+        tenant: str | None = None) -> dict[str, Any]:
+    pms = rw.load()
+    admin = OpsloreClient(settings.api_url, settings.admin_token)
+    fresh = tenant is None
+    tenant = tenant or f"causes-fit-{uuid.uuid4().hex[:10]}"
+    client = OpsloreClient(settings.api_url, admin.create_key(tenant, "reviewer", "default"))
+    if fresh:
+        rw.learn_history(client, pms, progress)
+    db = Database(settings.database_url, max_size=2)
+    db.open()
+    models: dict[str, Any] = {}
+    report: dict[str, Any] = {}
+    try:
+        semantic = SemanticIndex(MultilingualE5Embedder())
+        for key, index in ((semantic.model, semantic), ("lexical", None)):
+            service = BriefingService(db, settings, None, index)
+            try:
+                lived = CausesCalibrator(service).questions(tenant)[1]
+                tuning = tuning_questions(service, tenant, pms)
+            finally:
+                service.close()
+            questions = [*lived, *tuning]
+            fitted = causes.fit(questions, CausesModel(), precision=precisions(), source="shipped")
+            models[key] = fitted.to_json()
+            report[key] = {"lived": evaluate(lived, {"base_rates": CausesModel.base_rates(), "fitted": fitted}),
+                           "tuning": evaluate(tuning, {"base_rates": CausesModel.base_rates(), "fitted": fitted})}
+            progress(key)
+    finally:
+        db.close()
+    doc = {"about": "fitted by replay/causes_fit.py (see its docstring for the procedure): the real-incident "
+                    f"corpus's history (lived, time order) and its tuning questions ({', '.join(TUNING)}) only",
+           "fitted_at": datetime.now(UTC).isoformat(timespec="seconds"), "precision": precisions(),
+           "models": models, "report": report}
+    out.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return {"tenant": tenant, "models": models, "report": report}

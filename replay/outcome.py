@@ -1,0 +1,184 @@
+"""What the briefing's `causes` are worth to an agent: the planner's checks, Brier skill, top cause, novelty AUC.
+
+The planner (the checkers' and `replay gate`'s): it checks the `basis: evidence` causes in the answer's order, then
+the tenant's remaining categories by base rate (most frequent first); a recurrence costs the position of its
+class, a novel incident one check per evidence cause. The base-rate planner is the same with no evidence causes.
+Brier scores are multi-class over the tenant's categories and the novel outcome: the answer's listed probabilities,
+its `rest` spread over the unlisted categories by their base rates, its `novelty`; the base-rate forecaster is
+`TenantHistory.priors` of the same history (what the answer's `prior` fields show).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.briefing.causes import NEW, TenantHistory
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One question's answer: its true class (NEW: a class the history had not), the answer's causes as
+    (category, probability, basis), `novelty`, `rest`, and the classes the hints name in order."""
+
+    question: str
+    truth: str
+    causes: tuple[tuple[str, float, str], ...]
+    novelty: float
+    rest: float
+    hint_classes: tuple[str | None, ...] = ()
+    condition: str = ""
+
+
+def evidence_order(a: Asked) -> list[str]:
+    return [c for c, _, basis in a.causes if basis == "evidence"]
+
+
+def checks(a: Asked, base_order: Sequence[str], use_evidence: bool = True) -> int:
+    first = evidence_order(a) if use_evidence else []
+    if a.truth == NEW:
+        return len(first)
+    order = [*first, *(c for c in base_order if c not in first)]
+    return order.index(a.truth) + 1 if a.truth in order else len(order)
+
+
+def forecast(a: Asked, priors: Mapping[str, float]) -> dict[str, float]:
+    """The answer's probability of every category (unlisted ones share `rest` by their base rates)."""
+    listed = {c: p for c, p, _ in a.causes}
+    unlisted = {c: priors[c] for c in priors if c not in listed}
+    mass = sum(unlisted.values())
+    return {**listed, **{c: a.rest * v / mass if mass else 0.0 for c, v in unlisted.items()}}
+
+
+def brier(p: Mapping[str, float], p_new: float, truth: str) -> float:
+    return sum((v - (1.0 if c == truth else 0.0)) ** 2 for c, v in p.items()) + (p_new - (truth == NEW)) ** 2
+
+
+def auc(positives: Sequence[float], negatives: Sequence[float]) -> float | None:
+    """P(a positive scores above a negative), ties half (Mann-Whitney)."""
+    if not positives or not negatives:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
+@dataclass
+class OutcomeScore:
+    name: str
+    questions: int
+    novel: int
+    checks_on: int
+    checks_off: int
+    worse: int
+    better: int
+    brier: float
+    brier_base: float
+    top1: int
+    top1_base: int
+    in5_base: int
+    evidence_on_novel: float
+    novelty_auc: float | None
+    reliability: list[tuple[float, int]] = field(default_factory=list)  # (probability, happened) per listed cause
+
+    @property
+    def checks_ratio(self) -> float:
+        return self.checks_on / self.checks_off if self.checks_off else math.inf
+
+    @property
+    def brier_skill(self) -> float:
+        return 1.0 - self.brier / self.brier_base if self.brier_base else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "questions": self.questions, "novel": self.novel, "checks_on": self.checks_on,
+                "checks_off": self.checks_off, "checks_ratio": round(self.checks_ratio, 3), "worse": self.worse,
+                "better": self.better, "brier": round(self.brier, 4), "brier_base_rates": round(self.brier_base, 4),
+                "brier_skill": round(self.brier_skill, 4), "top1": self.top1, "top1_base_rates": self.top1_base,
+                "top5_base_rates": self.in5_base, "evidence_causes_on_novel": round(self.evidence_on_novel, 3),
+                "novelty_auc": None if self.novelty_auc is None else round(self.novelty_auc, 3)}
+
+
+def score(name: str, asked: Sequence[Asked], history: TenantHistory) -> OutcomeScore:
+    """Every outcome figure of one system's answers to questions asked against one fixed history."""
+    return score_each(name, [(a, history) for a in asked])
+
+
+def score_each(name: str, asked: Sequence[tuple[Asked, TenantHistory]]) -> OutcomeScore:
+    """As `score`, each question against the history it was asked against (a time-ordered replay)."""
+    on = off = worse = better = top1 = top1_base = in5 = 0
+    b = bb = 0.0
+    novel_evidence: list[int] = []
+    novelty_pos: list[float] = []
+    novelty_neg: list[float] = []
+    reliability: list[tuple[float, int]] = []
+    for a, history in asked:
+        priors, p_new = history.priors()
+        order = sorted(priors, key=lambda c: (-priors[c], c))
+        c_on, c_off = checks(a, order), checks(a, order, use_evidence=False)
+        on, off = on + c_on, off + c_off
+        worse += c_on > c_off
+        better += c_on < c_off
+        p = forecast(a, priors)
+        b += brier(p, a.novelty, a.truth)
+        bb += brier(priors, p_new, a.truth)
+        top = max(p, key=lambda c: (p[c], -order.index(c) if c in order else 0)) if p else None
+        top1 += top == a.truth
+        top1_base += bool(order) and order[0] == a.truth
+        in5 += a.truth in order[:5]
+        if a.truth == NEW:
+            novel_evidence.append(len(evidence_order(a)))
+            novelty_pos.append(a.novelty)
+        else:
+            novelty_neg.append(a.novelty)
+        reliability += [(prob, int(c == a.truth)) for c, prob, _ in a.causes]
+        reliability.append((a.novelty, int(a.truth == NEW)))
+    n = max(len(asked), 1)
+    return OutcomeScore(name=name, questions=len(asked), novel=len(novel_evidence), checks_on=on, checks_off=off,
+                        worse=worse, better=better, brier=b / n, brier_base=bb / n, top1=top1, top1_base=top1_base,
+                        in5_base=in5,
+                        evidence_on_novel=sum(novel_evidence) / len(novel_evidence) if novel_evidence else 0.0,
+                        novelty_auc=auc(novelty_pos, novelty_neg), reliability=reliability)
+
+
+def reliability_bins(pairs: Sequence[tuple[float, int]], bins: int = 10) -> list[dict[str, float]]:
+    out = []
+    for i in range(bins):
+        lo, hi = i / bins, (i + 1) / bins
+        inside = [(p, y) for p, y in pairs if lo <= p < hi or (i == bins - 1 and p == 1.0)]
+        if inside:
+            out.append({"low": lo, "high": hi, "n": len(inside), "mean_probability": sum(p for p, _ in inside) /
+                        len(inside), "observed": sum(y for _, y in inside) / len(inside)})
+    return out
+
+
+def reliability_png(series: Mapping[str, Sequence[tuple[float, int]]], path: Path, title: str) -> Path | None:
+    """A reliability diagram (one line per series, the diagonal for perfect calibration) as a PNG; None without
+    matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfectly calibrated")
+    for label, pairs in series.items():
+        bins = reliability_bins(pairs)
+        ax.plot([b["mean_probability"] for b in bins], [b["observed"] for b in bins], marker="o", label=label)
+        for b in bins:
+            ax.annotate(str(int(b["n"])), (b["mean_probability"], b["observed"]), fontsize=6,
+                        textcoords="offset points", xytext=(3, 3))
+    ax.set_xlabel("stated probability")
+    ax.set_ylabel("observed frequency")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

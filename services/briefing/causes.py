@@ -1,0 +1,460 @@
+"""Causes: a calibrated distribution over the tenant's root-cause categories for the incident at hand. Pure.
+
+An agent acts on what to check first and how sure to be, so the briefing answers (CONTRACT v1.3 "Causes"):
+every category of the tenant's approved history with P(the current incident's root cause is of it), its base
+rate beside it, `novelty` (P(a cause the tenant has not seen)) and `rest`, summing to 1.
+
+The model (a multinomial logit whose offset is the base rate):
+
+  base rates   `TenantHistory.priors`: the Pitman-Yor predictive of the next incident's cause, fitted by maximum
+               likelihood to the tenant's own counts (how many causes its history brought in how many incidents).
+  evidence     `CauseEvidence` per category from the briefing's own ranking of every candidate (not only the
+               shown hints): whether it has a candidate, log(1 + its best record's fused relevance / 0.01) (with a
+               weight near 1, a likelihood proportional to the relevance: on the within-organisation dev set,
+               prior x relevance ranked the true cause first 16/48 times, the base rates 2/48 and the relevance
+               alone 8/48, where exp(w x relevance) did no better than the base rates), and its best identity match
+               (alert, signals, entities). A category without a candidate has no evidence.
+  posterior    u_c = log prior_c + w . x_c for each category, u_new = log P(new) + b + v . best relevance;
+               P = softmax(u). `CausesModel` holds (w, b, v); with w = 0 the answer is the base rates.
+  calibration  `fit`: maximum likelihood over questions the tenant has lived (each approved incident asked against
+               what was approved before it, feedback's confirmed causes), with a Gaussian prior centred on the
+               shipped model (`data/causes.json`, fitted the same way on the real-incident corpus's history), so a
+               tenant with little history answers with the shipped model and one with much history with its own.
+  basis        `choose_evidence`: the causes a planner should check before the base-rate order. The checkers'
+               planner checks `basis: evidence` causes in order, then the other categories by base rate, and on
+               a novel incident every evidence-backed cause is a wasted check; the set is chosen to minimise the
+               expected checks under the calibrated probabilities (the empty set, the base-rate planner itself,
+               is always a candidate), so memory marks a cause only where checking it first pays in expectation.
+
+Nothing here reads a clock or the database: the calibrator gathers questions, the service gathers history.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from services.briefing.rank import STRUCTURED, Scored
+
+NEW = "\x00new"  # the novel outcome's key inside the model (never a category name: categories are printable)
+FEATURES = ("has", "relevance", "identity")
+RELEVANCE_FLOOR = 0.01  # the relevance feature is log(1 + relevance / floor): a likelihood about proportional to it
+# The identity feature's weight is a documented prior, not a fit: across organisations an alert or signal name
+# never repeats, so the corpus cannot weigh it; inside a tenant the same alert with the same signals is strong
+# evidence of the same cause (e^4: about 55 times the odds for an exact alert-and-signals match). The shipped fit
+# holds it there (precision `IDENTITY_PRECISION`); a tenant's own calibration can move it.
+IDENTITY_WEIGHT = 4.0
+IDENTITY_PRECISION = 1000.0
+PRIOR_STRENGTH = 30.0  # the Gaussian prior's precision around the shipped model: a tenant moves it with a few dozen
+# lived questions, not a handful (on the within-organisation dev set 4 and 30 differ by two questions' checks)
+MIN_QUESTIONS = 20  # fewer lived questions than this: the shipped model as it is
+MAX_LISTED = 10
+MIN_SURE = 0.5
+
+
+ALPHAS = tuple(round(0.25 * 1.25 ** i, 4) for i in range(28))  # 0.25 .. ~102: the concentration's grid
+DISCOUNTS = tuple(round(0.05 * i, 2) for i in range(19))  # 0 .. 0.9
+ALPHA_MEDIAN, ALPHA_LOG_SD = 2.0, 1.5
+DISCOUNT_RATE = 3.0  # an exponential prior on the discount (mean 1/3): all-singleton histories push its MLE to 1
+
+
+def pitman_yor_log_likelihood(counts: Sequence[int], alpha: float, discount: float) -> float:
+    """log P(a history with these per-cause counts) under a Pitman-Yor process (its exchangeable partition
+    probability: it depends on the counts only, not on their order)."""
+    n, k = sum(counts), len(counts)
+    ll = sum(math.log(alpha + i * discount) for i in range(1, k))
+    ll -= math.lgamma(alpha + n) - math.lgamma(alpha + 1)
+    ll += sum(math.lgamma(c - discount) - math.lgamma(1 - discount) for c in counts)
+    return ll
+
+
+@cache
+def pitman_yor_fit(counts: tuple[int, ...]) -> tuple[float, float]:
+    """(alpha, discount) of the largest posterior on a grid (ties: the smaller values), under weak priors: log-normal
+    on alpha (median `ALPHA_MEDIAN`, sd `ALPHA_LOG_SD` in log space), exponential on the discount: a history of a
+    few incidents says almost nothing about how often new causes come, and the maximum likelihood alone would then
+    answer 0.2 (one incident) or 1.0 (two different ones)."""
+    best = (-math.inf, ALPHAS[0], DISCOUNTS[0])
+    for d in DISCOUNTS:
+        for a in ALPHAS:
+            z = (math.log(a) - math.log(ALPHA_MEDIAN)) / ALPHA_LOG_SD
+            ll = pitman_yor_log_likelihood(counts, a, d) - 0.5 * z * z - DISCOUNT_RATE * d
+            if ll > best[0] + 1e-12:
+                best = (ll, a, d)
+    return best[1], best[2]
+
+
+@dataclass(frozen=True)
+class TenantHistory:
+    """The tenant's approved history as the base rates need it: incidents per cause.
+
+    The base rates are the Pitman-Yor predictive of the next incident's cause, its two parameters fitted by
+    maximum likelihood to the tenant's own counts (`pitman_yor_fit`): P(new) = (alpha + d K) / (N + alpha) and
+    P(cause) = (n - d) / (N + alpha). A new cause becomes rarer as history grows, at the rate this tenant's own
+    history shows (K causes in N incidents), and a cause seen once is discounted more than one seen often."""
+
+    counts: Mapping[str, int]
+
+    @property
+    def records(self) -> int:
+        return sum(self.counts.values())
+
+    @classmethod
+    def of_sequence(cls, causes: Sequence[str]) -> TenantHistory:
+        counts: dict[str, int] = {}
+        for c in causes:
+            counts[c] = counts.get(c, 0) + 1
+        return cls(counts=counts)
+
+    def parameters(self) -> tuple[float, float]:
+        return pitman_yor_fit(tuple(sorted(self.counts.values())))
+
+    def novelty_prior(self) -> float:
+        """P(the next incident's cause is one the tenant has not had); 1 with no history."""
+        return self.priors()[1]
+
+    def priors(self) -> tuple[dict[str, float], float]:
+        """(P(cause) per known cause, P(new)): the base-rate forecaster, summing to 1."""
+        if not self.counts:
+            return {}, 1.0
+        alpha, d = self.parameters()
+        total = self.records + alpha
+        return ({c: (n - d) / total for c, n in self.counts.items()},
+                (alpha + d * len(self.counts)) / total)
+
+
+@dataclass(frozen=True)
+class CauseEvidence:
+    """What the ranking of every candidate says for one cause."""
+
+    relevance: float  # the best fused relevance among its records
+    text: float  # the best text model probability among its records
+    identity: float  # the best identity match (alert, signals, entities; not the service) among its records
+    share: float  # its records' share of the candidates' relevance mass
+    top: bool  # it holds the best candidate
+    families: tuple[str, ...] = ()  # its records, best first
+
+    def vector(self) -> np.ndarray:
+        return np.array([1.0, math.log1p(self.relevance / RELEVANCE_FLOOR), self.identity])
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One ranked candidate as causes read it."""
+
+    cause: str
+    family: str
+    relevance: float
+    text: float
+    identity: float
+
+
+IDENTITY_CHANNELS = ("alert", "signal", "entity")
+
+
+def candidate(cause: str, scored: Scored) -> Candidate:
+    """A ranked record as causes read it: its fused relevance, its text probability and its identity match (the
+    noisy-OR of the alert, signal and entity channels at the ranker's weights)."""
+    miss = 1.0
+    for name in IDENTITY_CHANNELS:
+        miss *= 1.0 - STRUCTURED[name] * scored.channels.get(name, 0.0)
+    return Candidate(cause=cause, family=str(scored.facts.family_id), relevance=scored.relevance,
+                     text=scored.channels.get("text", 0.0), identity=1.0 - miss)
+
+
+def gather(candidates: Iterable[Candidate]) -> dict[str, CauseEvidence]:
+    """Evidence per cause from every ranked candidate."""
+    by: dict[str, list[Candidate]] = {}
+    for c in candidates:
+        by.setdefault(c.cause, []).append(c)
+    mass = {cause: sum(c.relevance for c in cs) for cause, cs in by.items()}
+    total = sum(mass.values())
+    best = {cause: max(c.relevance for c in cs) for cause, cs in by.items()}
+    leader = max(best, key=lambda c: (best[c], c)) if best else None
+    out = {}
+    for cause in sorted(by):
+        fams: list[str] = []
+        for c in sorted(by[cause], key=lambda c: (-c.relevance, c.family)):
+            if c.family not in fams:
+                fams.append(c.family)
+        out[cause] = CauseEvidence(relevance=best[cause], text=max(c.text for c in by[cause]),
+                                   identity=max(c.identity for c in by[cause]),
+                                   share=mass[cause] / total if total > 0 else 0.0, top=cause == leader,
+                                   families=tuple(fams))
+    return out
+
+
+@dataclass(frozen=True)
+class CausesModel:
+    """The evidence weights `w` (over FEATURES), the novel outcome's bias `b` and its weight `v` on the best
+    relevance; `source` says where they came from (shipped, or calibrated on the tenant)."""
+
+    weights: tuple[float, ...] = (0.0, 0.0, IDENTITY_WEIGHT)
+    novel_bias: float = 0.0
+    novel_relevance: float = 0.0
+    source: str = "shipped"
+    questions: int = 0
+
+    @classmethod
+    def base_rates(cls) -> CausesModel:
+        """No evidence weight at all: the answer is the base rates."""
+        return cls(weights=tuple(0.0 for _ in FEATURES), source="base rates")
+
+    def theta(self) -> np.ndarray:
+        return np.array([*self.weights, self.novel_bias, self.novel_relevance])
+
+    @classmethod
+    def of_theta(cls, theta: np.ndarray, source: str, questions: int) -> CausesModel:
+        values = [round(float(t), 6) for t in theta]
+        k = len(FEATURES)
+        return cls(weights=tuple(values[:k]), novel_bias=values[k], novel_relevance=values[k + 1], source=source,
+                   questions=questions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"features": list(FEATURES), "weights": list(self.weights), "novel_bias": self.novel_bias,
+                "novel_relevance": self.novel_relevance, "questions": self.questions, "source": self.source}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], source: str | None = None) -> CausesModel:
+        """Raises ValueError for a model of other features (one stored before the features changed)."""
+        if list(doc.get("features", [])) != list(FEATURES):
+            raise ValueError(f"causes model over {doc.get('features')}, not {list(FEATURES)}")
+        return cls(weights=tuple(float(w) for w in doc["weights"]), novel_bias=float(doc["novel_bias"]),
+                   novel_relevance=float(doc["novel_relevance"]), source=source or str(doc.get("source", "shipped")),
+                   questions=int(doc.get("questions", 0)))
+
+
+@cache
+def shipped_causes_models() -> dict[str, CausesModel]:
+    """The causes models shipped with the package (`data/causes.json`), one per ranker model key."""
+    path = resources.files("services.briefing") / "data" / "causes.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return {name: CausesModel.from_json(m, source="shipped") for name, m in doc["models"].items()}
+
+
+def shipped_causes_model(ranker_model: str) -> CausesModel:
+    models = shipped_causes_models()
+    return models.get(ranker_model, models.get("lexical", CausesModel()))
+
+
+@dataclass(frozen=True)
+class Question:
+    """One lived question: the history before it, the evidence its ranking gave, and what its cause turned out
+    to be (`cause`, NEW for a cause the history did not have) or was refuted as (`refuted`)."""
+
+    history: TenantHistory
+    evidence: Mapping[str, CauseEvidence]
+    cause: str | None = None
+    refuted: str | None = None
+
+
+def _design(history: TenantHistory, evidence: Mapping[str, CauseEvidence]
+            ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """(outcomes, log priors, X per cause (rows), the novel row's best relevance); the novel outcome last."""
+    priors, p_new = history.priors()
+    outcomes = sorted(priors)
+    x = np.zeros((len(outcomes), len(FEATURES)))
+    for i, c in enumerate(outcomes):
+        if c in evidence:
+            x[i] = evidence[c].vector()
+    best = max((e.relevance for c, e in evidence.items() if c in priors), default=0.0)
+    logs = np.log(np.array([priors[c] for c in outcomes] + [p_new]))
+    return outcomes, logs, x, np.array([best])
+
+
+def _probabilities(theta: np.ndarray, logs: np.ndarray, x: np.ndarray, best: np.ndarray) -> np.ndarray:
+    k = len(FEATURES)
+    w, b, v = theta[:k], theta[k], theta[k + 1]
+    u = logs.copy()
+    u[:-1] += x @ w
+    u[-1] += b + v * best[0]
+    u -= u.max()
+    p = np.exp(u)
+    return np.asarray(p / p.sum())
+
+
+def posterior(history: TenantHistory, evidence: Mapping[str, CauseEvidence], model: CausesModel
+              ) -> tuple[dict[str, float], float]:
+    """(P(cause | question) per known cause, P(new | question))."""
+    outcomes, logs, x, best = _design(history, evidence)
+    if not outcomes:
+        return {}, 1.0
+    p = _probabilities(model.theta(), logs, x, best)
+    return {c: float(p[i]) for i, c in enumerate(outcomes)}, float(p[-1])
+
+
+def choose_evidence(probabilities: Mapping[str, float], priors: Mapping[str, float], p_new: float,
+                    supported: Iterable[str]) -> list[str]:
+    """The causes to check before the base-rate order, in the order to check them: the set minimising the
+    expected checks of the planner (evidence causes first, then the rest by base rate; a novel incident costs
+    one check per evidence cause), among the `supported` causes (with records behind them) whose probability
+    rose above their base rate. Greedy: add the cause that lowers the expected checks most, until none does.
+    It starts from the cause the evidence makes more likely than not (`MIN_SURE`, and at least twice its base
+    rate), even where the base-rate order checks it first anyway: its hint carries the record's live checks, and
+    the price, one check on a novel incident, is then at most 1 - MIN_SURE."""
+    by_prior = sorted(priors, key=lambda c: (-priors[c], c))
+    eligible = sorted((c for c in supported if c in probabilities and probabilities[c] > priors.get(c, 0.0)),
+                      key=lambda c: (-probabilities[c], c))
+
+    def expected(chosen: list[str]) -> float:
+        order = sorted(chosen, key=lambda c: (-probabilities[c], c))
+        rest = [c for c in by_prior if c not in chosen]
+        cost = p_new * len(order)
+        for i, c in enumerate([*order, *rest], start=1):
+            cost += probabilities.get(c, 0.0) * i
+        return cost
+
+    chosen: list[str] = [c for c in eligible if probabilities[c] >= MIN_SURE and probabilities[c] >= 2 * priors[c]]
+    best = expected(chosen)
+    while True:
+        trials = [(expected([*chosen, c]), c) for c in eligible if c not in chosen]
+        if not trials:
+            break
+        cost, cause = min(trials)
+        if cost >= best - 1e-12:
+            break
+        chosen.append(cause)
+        best = cost
+    return sorted(chosen, key=lambda c: (-probabilities[c], c))
+
+
+@dataclass(frozen=True)
+class Cause:
+    category: str
+    probability: float
+    prior: float
+    basis: str  # "evidence" | "prior"
+    family_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CausesAnswer:
+    causes: tuple[Cause, ...]
+    novelty: float
+    rest: float
+    novelty_prior: float = 1.0
+    model: CausesModel = field(default_factory=CausesModel)
+
+    @property
+    def evidence(self) -> list[Cause]:
+        return [c for c in self.causes if c.basis == "evidence"]
+
+
+def answer(history: TenantHistory, evidence: Mapping[str, CauseEvidence], model: CausesModel,
+           limit: int = 5) -> CausesAnswer:
+    """The causes of a briefing: every evidence cause and as many base-rate causes as fit in max(limit, 10)."""
+    priors, p_new = history.priors()
+    if not priors:
+        return CausesAnswer((), 1.0, 0.0, 1.0, model)
+    probabilities, novelty = posterior(history, evidence, model)
+    chosen = choose_evidence(probabilities, priors, novelty, [c for c in evidence if evidence[c].families])
+    room = max(limit, MAX_LISTED)
+    others = sorted((c for c in probabilities if c not in chosen), key=lambda c: (-probabilities[c], c))
+    listed = [*chosen, *others[:max(room - len(chosen), 0)]]
+    causes = [Cause(category=c, probability=round(probabilities[c], 4), prior=round(priors[c], 4),
+                    basis="evidence" if c in chosen else "prior",
+                    family_ids=evidence[c].families if c in chosen else ()) for c in listed]
+    causes.sort(key=lambda c: (-c.probability, c.basis != "evidence", c.category))
+    rest = max(0.0, 1.0 - novelty - sum(probabilities[c] for c in listed))
+    return CausesAnswer(tuple(causes), round(novelty, 4), round(rest, 4), round(p_new, 4), model)
+
+
+def _gradient(theta: np.ndarray, questions: Sequence[Question], centre: np.ndarray, precision: np.ndarray
+              ) -> tuple[float, np.ndarray, np.ndarray]:
+    """Log posterior of theta (log-likelihood of the questions + Gaussian prior of per-parameter `precision`), its
+    gradient and Hessian."""
+    k = len(theta)
+    ll = -0.5 * float(np.sum(precision * (theta - centre) ** 2))
+    grad = -precision * (theta - centre)
+    hess = -np.diag(precision)
+    for q in questions:
+        outcomes, logs, x, best = _design(q.history, q.evidence)
+        if not outcomes:
+            continue
+        p = _probabilities(theta, logs, x, best)
+        # features of each outcome in theta's coordinates: causes use w, the novel outcome b and v
+        phi = np.zeros((len(outcomes) + 1, k))
+        phi[:-1, :len(FEATURES)] = x
+        phi[-1, len(FEATURES)] = 1.0
+        phi[-1, len(FEATURES) + 1] = best[0]
+        mean = p @ phi
+        cov = (phi * p[:, None]).T @ phi - np.outer(mean, mean)
+        if q.cause is not None:
+            j = len(outcomes) if q.cause == NEW else outcomes.index(q.cause) if q.cause in outcomes else None
+            if j is None:
+                continue
+            ll += math.log(max(float(p[j]), 1e-300))
+            grad += phi[j] - mean
+            hess -= cov
+        elif q.refuted is not None and q.refuted in outcomes:
+            j = outcomes.index(q.refuted)
+            pj = min(float(p[j]), 1 - 1e-9)
+            # log(1 - p_j): gradient -p_j (phi_j - mean) / (1 - p_j); the Hessian term is approximated by its
+            # Fisher part, which keeps the step a Newton step on a concave surrogate
+            g = -pj * (phi[j] - mean) / (1 - pj)
+            ll += math.log(1 - pj)
+            grad += g
+            hess -= np.outer(g, g) + pj * cov / (1 - pj)
+    return ll, grad, hess
+
+
+def fit(questions: Sequence[Question], centre: CausesModel, precision: float | Sequence[float] = PRIOR_STRENGTH,
+        source: str = "tenant-calibrated", iterations: int = 50) -> CausesModel:
+    """The maximum a posteriori model for `questions` under a Gaussian prior of `precision` (one, or one per
+    parameter: FEATURES' weights, the novel bias, its relevance weight) around `centre` (damped Newton,
+    deterministic). Fewer than MIN_QUESTIONS questions: `centre` unchanged."""
+    if len(questions) < MIN_QUESTIONS:
+        return centre
+    theta = centre.theta()
+    c0 = centre.theta()
+    prec = np.broadcast_to(np.asarray(precision, dtype=float), theta.shape).copy()
+    ll, grad, hess = _gradient(theta, questions, c0, prec)
+    for _ in range(iterations):
+        step = np.linalg.solve(hess - 1e-9 * np.eye(len(theta)), -grad)
+        scale = 1.0
+        while scale > 1e-4:
+            trial = theta + scale * step
+            t_ll, t_grad, t_hess = _gradient(trial, questions, c0, prec)
+            if t_ll >= ll - 1e-12:
+                break
+            scale /= 2
+        else:
+            break
+        converged = abs(t_ll - ll) < 1e-9
+        theta, ll, grad, hess = trial, t_ll, t_grad, t_hess
+        if converged:
+            break
+    return CausesModel.of_theta(theta, source, len(questions))
+
+
+def brier(p: Mapping[str, float], p_new: float, truth: str) -> float:
+    """Multi-class Brier score of a forecast (causes + NEW) against the true outcome."""
+    score = sum((v - (1.0 if c == truth else 0.0)) ** 2 for c, v in p.items())
+    return score + (p_new - (1.0 if truth == NEW else 0.0)) ** 2
+
+
+def follow_causes(evidence_causes: Sequence[str], candidates: Sequence[Any], cause_of: Any, limit: int,
+                  threshold: float) -> list[Any]:
+    """The hints of a briefing from its candidates (best score first): the best record of each evidence cause, in
+    the causes' order, then further records of those causes that clear the abstention `threshold` (best score
+    first), `limit` at most. A cause at its base rate sends none. `cause_of(candidate)` is its cause or None."""
+    position = {c: i for i, c in enumerate(evidence_causes)}
+    first: dict[str, Any] = {}
+    more: list[Any] = []
+    for s in candidates:
+        cause = cause_of(s)
+        if cause not in position:
+            continue
+        if cause not in first:
+            first[cause] = s
+        elif s.relevance >= threshold:
+            more.append(s)
+    ordered = sorted(first.values(), key=lambda s: position[cause_of(s)])
+    return [*ordered, *more][:limit]

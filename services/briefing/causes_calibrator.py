@@ -1,0 +1,255 @@
+"""CausesCalibrator: fits a tenant's causes model (`causes.fit`, pure) on the questions the tenant has lived.
+
+`questions` gathers them through the briefing's own retrieval and ranking (`BriefingService.retrieve`, `rank`
+with no threshold), in the tenant's time order:
+- every approved record (the newest `SAMPLE`) asked with its own symptoms, alert, services and signals against
+  the records approved before it (its own family and later ones left out), with the base rates of that earlier
+  history: its cause, or NEW when that history had no record of its cause;
+- every `adopted` or `refuted` feedback on a briefing, the briefing's request asked again against the records
+  approved before the briefing: adopted confirms the cited family's cause, refuted rules it out.
+`run` fits with the shipped model as the prior's centre and stores the model and its figures per tenant and ranker
+model (`causes_calibration`, under RLS) in one statement; `model` reads it for a briefing (remembered per process
+for `ttl` seconds); `refresh_if_stale` starts a run on the process's one thread when the tenant's size moved by a
+tenth (or 10 records) since the last run, or feedback arrived. Nothing here decides anything: `causes` does.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import orjson
+from pydantic import ValidationError
+
+from schemas.api import BriefingRequest
+from services.briefing import causes, retrieval
+from services.briefing.calibrator import question_of
+from services.briefing.causes import NEW, CausesModel, Question, TenantHistory
+from services.briefing.history import group_uncategorised
+from services.briefing.rank import rank
+from services.common.auth import Principal
+from services.common.db import Cursor, Row
+from services.memory import records as memory_records
+
+if TYPE_CHECKING:
+    from services.briefing.service import BriefingService
+
+log = logging.getLogger("opslore.briefing.causes")
+
+SAMPLE = 300  # newest records asked per run (~40 ms each with the embedding)
+FEEDBACK_SAMPLE = 500
+MIN_HISTORY = 5  # a record is asked once this many records were approved before it
+_READ = "SELECT model_doc, records, questions FROM causes_calibration WHERE model = %s"
+_WRITE = """
+INSERT INTO causes_calibration (tenant, model, model_doc, records, questions, report)
+VALUES (%(tenant)s, %(model)s, %(model_doc)s::jsonb, %(records)s, %(questions)s, %(report)s::jsonb)
+ON CONFLICT (tenant, model) DO UPDATE SET model_doc = EXCLUDED.model_doc, records = EXCLUDED.records,
+  questions = EXCLUDED.questions, report = EXCLUDED.report, computed_at = now()
+"""
+_FEEDBACK = """SELECT e.payload->>'family_id' AS family_id, e.payload->>'verdict' AS verdict, b.request,
+  b.created_at FROM ledger_events e JOIN briefings b ON b.briefing_id = (e.payload->>'briefing_id')::uuid
+  WHERE e.type = 'briefing.feedback' AND e.payload->>'verdict' IN ('adopted', 'refuted')
+  ORDER BY e.occurred_at DESC, e.event_id LIMIT %s"""
+
+
+def _cosine(cur: Cursor, model: str, family: str, version: int, question: Any) -> float | None:
+    """The cosine of the question and one stored version's vector (unit vectors: their dot product)."""
+    cur.execute("SELECT vector FROM version_vectors WHERE family_id = %s AND version = %s AND model = %s",
+                (family, version, model))
+    row = cur.fetchone()
+    return float(np.dot(np.asarray(row["vector"], dtype=np.float32), question)) if row else None
+
+
+def _at(row: Row) -> datetime:
+    at = row.get("observed_at") or row["valid_from"]
+    return at if isinstance(at, datetime) else datetime.fromisoformat(str(at))
+
+
+_VERSIONS = """SELECT v.*, f.state AS family_state FROM memory_families f
+  JOIN memory_versions v ON v.family_id = f.family_id WHERE f.state = 'active'"""
+
+
+@dataclass(frozen=True)
+class Lived:
+    """The tenant's approved incidents in time order: every version of an active family (a recurrence merged into
+    a family is a version of its own), each with its cause (category, else its uncategorised group); and each
+    family's cause as a briefing sees it (its current version's)."""
+
+    rows: list[Row]  # versions, oldest first
+    causes: list[str]
+    cause: dict[str, str]  # family_id -> its current cause
+    first: dict[str, datetime]  # family_id -> when its first version happened
+
+    @classmethod
+    def read(cls, cur: Cursor) -> Lived:
+        current = memory_records.current_versions(cur)
+        cur.execute(_VERSIONS)
+        return cls.of(cur.fetchall(), current)
+
+    @classmethod
+    def of(cls, versions: Sequence[Row], current: Sequence[Row]) -> Lived:
+        active = [r for r in current if r["family_state"] == "active"]
+        grouped = group_uncategorised([(str(r["family_id"]), r.get("root_cause") or r["summary"])
+                                       for r in sorted(active, key=_at) if not r["root_cause_category"]])
+        cause = {str(r["family_id"]): r["root_cause_category"] or grouped[str(r["family_id"])] for r in active}
+        dated = sorted((v for v in versions if str(v["family_id"]) in cause),
+                       key=lambda v: (_at(v), str(v["family_id"]), int(v["version"])))
+        first: dict[str, datetime] = {}
+        for v in dated:
+            first.setdefault(str(v["family_id"]), _at(v))
+        labels = [v["root_cause_category"] or cause[str(v["family_id"])] for v in dated]
+        return cls(rows=dated, causes=labels, cause=cause, first=first)
+
+    def before(self, when: datetime) -> int:
+        """How many incidents happened before `when`."""
+        return sum(1 for v in self.rows if _at(v) < when)
+
+
+class CausesCalibrator:
+    def __init__(self, briefing: BriefingService, ttl: float = 60.0, min_interval: float = 120.0) -> None:
+        self.briefing = briefing
+        self.ttl = ttl
+        self.min_interval = min_interval
+        self._read: dict[tuple[str, str], tuple[float, CausesModel | None, int | None]] = {}
+        self._started: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opslore-causes")
+
+    def model(self, cur: Cursor, tenant: str, ranker_model: str) -> CausesModel:
+        """The tenant's calibrated causes model for `ranker_model`, else the shipped one."""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._read.get((tenant, ranker_model))
+        if hit is None or hit[0] <= now:
+            cur.execute(_READ, (ranker_model,))
+            row = cur.fetchone()
+            try:
+                stored = CausesModel.from_json(row["model_doc"]) if row else None
+            except ValueError:  # fitted over other features: the shipped model until the next run
+                stored = None
+            hit = (now + self.ttl, stored, int(row["records"]) if row else None)
+            with self._lock:
+                self._read[(tenant, ranker_model)] = hit
+        return hit[1] if hit[1] is not None else causes.shipped_causes_model(ranker_model)
+
+    def refresh_if_stale(self, tenant: str, ranker_model: str, records: int) -> None:
+        """Start a run in the background when the tenant's calibration is missing or its size moved."""
+        if records < causes.MIN_QUESTIONS + MIN_HISTORY:
+            return
+        with self._lock:
+            hit = self._read.get((tenant, ranker_model))
+            known = hit[2] if hit else None
+            if hit is None or (known is not None and abs(records - known) < max(10, known // 10)):
+                return
+            if time.monotonic() - self._started.get(tenant, -1e9) < self.min_interval:
+                return
+            self._started[tenant] = time.monotonic()
+        self._thread.submit(self._run_logged, tenant)
+
+    def _run_logged(self, tenant: str) -> None:
+        try:
+            name, _, report = self.run(tenant)
+            log.info("causes calibrated %s (%s): %s", tenant, name, report)
+        except Exception:
+            log.warning("causes calibration of %s failed", tenant, exc_info=True)
+
+    def questions(self, tenant: str, now: datetime | None = None) -> tuple[str, list[Question], int]:
+        """(ranker model, the tenant's lived questions oldest first, its active records)."""
+        svc = self.briefing
+        now = now or datetime.now(UTC)
+        principal = Principal(key_id=None, tenant=tenant, project=None, role="agent", service="calibrator")
+        with svc.db.tenant_transaction(tenant) as cur:
+            lived = Lived.read(cur)
+            cur.execute(_FEEDBACK, (FEEDBACK_SAMPLE,))
+            feedback = cur.fetchall()
+        # (question, when, its cause, the cause it refuted, its own family and version: the family's current text
+        # may be this very incident's, so it is asked against the family's previous version instead)
+        asked: list[tuple[BriefingRequest, datetime, str | None, str | None, str | None, int]] = []
+        start = max(MIN_HISTORY, len(lived.rows) - SAMPLE)
+        for i in range(start, len(lived.rows)):
+            req = question_of(lived.rows[i])
+            if req is not None:
+                row = lived.rows[i]
+                asked.append((req, _at(row), lived.causes[i], None, str(row["family_id"]), int(row["version"])))
+        for f in reversed(feedback):
+            cause = lived.cause.get(str(f["family_id"]))
+            try:
+                req = BriefingRequest.model_validate({**dict(f["request"]), "limit": 10, "explain": False})
+            except ValidationError:
+                continue
+            if cause is not None:
+                adopted = f["verdict"] == "adopted"
+                asked.append((req, f["created_at"], cause if adopted else None, None if adopted else cause, None, 0))
+        out: list[Question] = []
+        name = "lexical"
+        for req, when, cause, refuted, family, version in asked:
+            n = lived.before(when)
+            if n < MIN_HISTORY:
+                continue
+            history = TenantHistory.of_sequence(lived.causes[:n])
+            earlier = {f for f, at in lived.first.items() if at < when and f != family}
+            question = svc.embed(req)
+            with svc.db.tenant_transaction(tenant) as cur:
+                found = svc.retrieve(cur, principal, req, now, question)
+            policy = svc.policy(now, found.similarities is not None, threshold=0.0)
+            name = policy.model.name
+            rows = [r for r in found.rows if str(r.family_id) in earlier]
+            similarities = found.similarities
+            if family is not None and version > 1:  # a recurrence approved into its family: the family as it was
+                with svc.db.tenant_transaction(tenant) as cur:
+                    was = retrieval.version_facts(cur, [(uuid.UUID(family), version - 1)])
+                    if was and similarities is not None and question.vector is not None and svc.semantic is not None:
+                        cosine = _cosine(cur, svc.semantic.model, family, version - 1, question.vector)
+                        similarities = {**similarities, **({(family, version - 1): cosine} if cosine is not None
+                                                           else {})}
+                rows += was
+            ranked = rank(found.query, rows, policy, 10, similarities, found.stats)
+            evidence = causes.gather(causes.candidate(lived.cause[str(s.facts.family_id)], s)
+                                     for s in ranked.candidates)
+            label = None if cause is None else cause if cause in history.counts else NEW
+            out.append(Question(history, evidence, cause=label,
+                                refuted=refuted if refuted in history.counts else None))
+        return name, out, len(lived.rows)
+
+    def run(self, tenant: str, now: datetime | None = None) -> tuple[str, CausesModel, dict[str, Any]]:
+        """Calibrate `tenant`'s causes model now and store it."""
+        name, questions, records = self.questions(tenant, now)
+        shipped = causes.shipped_causes_model(name)
+        fitted = causes.fit(questions, shipped)
+        report = evaluate(questions, {"base_rates": CausesModel.base_rates(), "shipped": shipped, "fitted": fitted})
+        self._store(tenant, name, fitted, records, len(questions), report)
+        return name, fitted, report
+
+    def _store(self, tenant: str, model: str, fitted: CausesModel, records: int, questions: int,
+               report: dict[str, Any]) -> None:
+        doc = {"tenant": tenant, "model": model, "model_doc": orjson.dumps(fitted.to_json()).decode(),
+               "records": records, "questions": questions, "report": orjson.dumps(report).decode()}
+        with self.briefing.db.tenant_transaction(tenant) as cur:
+            cur.execute(_WRITE, doc)
+        with self._lock:
+            self._read.pop((tenant, model), None)
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=False, cancel_futures=True)
+
+
+def evaluate(questions: Sequence[Question], models: dict[str, CausesModel]) -> dict[str, Any]:
+    """Mean Brier score of each model over the questions with a known cause (in sample for a fitted model)."""
+    known = [q for q in questions if q.cause is not None]
+    out: dict[str, Any] = {"questions": len(questions), "with_cause": len(known),
+                           "novel": sum(1 for q in known if q.cause == NEW)}
+    for label, m in models.items():
+        total = 0.0
+        for q in known:
+            p, p_new = causes.posterior(q.history, q.evidence, m)
+            total += causes.brier(p, p_new, q.cause or NEW)
+        out[f"brier_{label}"] = round(total / len(known), 4) if known else None
+    return out

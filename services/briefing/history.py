@@ -1,0 +1,103 @@
+"""CauseHistory: the tenant's approved history as causes need it (base rates, novelty), read and remembered.
+
+`read` takes two statements under the tenant's RLS: the incidents per root-cause category (a family's current
+version lists every incident approved into it: a recurrence merged into a family is one more incident of its
+cause), and the records without a category (imported postmortems often have none: their root causes are grouped
+by `group_uncategorised`, never dropped). The base rates need nothing else (`causes.TenantHistory`).
+`CauseHistories` remembers the answer per tenant and project under the tenant's index size (a new approval
+moves it) for at most `ttl` seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from services.briefing.causes import TenantHistory
+from services.common.db import Cursor
+from services.lexicon.analyzer import analyze
+
+UNCATEGORISED_SIMILARITY = 0.8  # root causes whose word sets overlap this much are one cause (governance's rule)
+UNCATEGORISED_CAP = 5000
+_ACTIVE = """FROM memory_families f
+  JOIN memory_versions v ON v.family_id = f.family_id AND v.version = f.current_version
+  WHERE f.state = 'active' AND (%(project)s::text IS NULL OR f.project = %(project)s)"""
+# incidents per category: a family's current version lists every incident approved into it
+_BY_CATEGORY = f"""SELECT v.root_cause_category AS category, sum(greatest(cardinality(v.source_incidents), 1)) AS n
+  {_ACTIVE} AND v.root_cause_category IS NOT NULL GROUP BY v.root_cause_category"""
+_UNCATEGORISED = f"""SELECT f.family_id::text AS family_id, coalesce(v.root_cause, v.summary) AS root_cause,
+  greatest(cardinality(v.source_incidents), 1) AS n
+  {_ACTIVE} AND v.root_cause_category IS NULL
+  ORDER BY coalesce(v.observed_at, v.valid_from), f.family_id LIMIT {UNCATEGORISED_CAP}"""
+
+def _label(root_cause: str) -> str:
+    words = " ".join(root_cause.split())
+    return "uncategorised: " + (words[:60] + "..." if len(words) > 60 else words)
+
+
+def group_uncategorised(rows: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """family_id -> cause label for records without a category, (family_id, root cause) oldest first: a record
+    joins the first group whose root cause shares at least UNCATEGORISED_SIMILARITY of its words (Jaccard), else
+    starts its own, named after its root cause."""
+    groups: list[tuple[frozenset[str], str]] = []
+    out: dict[str, str] = {}
+    for family_id, root_cause in rows:
+        words = frozenset(t for t in analyze(root_cause or "") if not t.startswith("concept:"))
+        for seen, label in groups:
+            union = len(words | seen)
+            if union and len(words & seen) / union >= UNCATEGORISED_SIMILARITY:
+                out[family_id] = label
+                break
+        else:
+            label = _label(root_cause or family_id)
+            groups.append((words, label))
+            out[family_id] = label
+    return out
+
+
+@dataclass(frozen=True)
+class CauseHistory:
+    """The base rates' history and the cause of each uncategorised record."""
+
+    history: TenantHistory
+    uncategorised: dict[str, str] = field(default_factory=dict)  # family_id -> cause label
+
+    def cause_of(self, family_id: str, category: str | None) -> str | None:
+        return category if category is not None else self.uncategorised.get(family_id)
+
+
+def read(cur: Cursor, project: str | None) -> CauseHistory:
+    """Incidents per cause: a family counts every incident approved into it; records without a category count in
+    the group of their root cause."""
+    params = {"project": project}
+    cur.execute(_BY_CATEGORY, params)
+    counts: dict[str, int] = {r["category"]: int(r["n"]) for r in cur.fetchall()}
+    cur.execute(_UNCATEGORISED, params)
+    loose = cur.fetchall()
+    grouped = group_uncategorised([(r["family_id"], r["root_cause"]) for r in loose])
+    for r in loose:
+        label = grouped[r["family_id"]]
+        counts[label] = counts.get(label, 0) + int(r["n"])
+    return CauseHistory(TenantHistory(counts=counts), grouped)
+
+
+class CauseHistories:
+    """`read`, remembered per (tenant, project) while the tenant's index size is unchanged, `ttl` seconds at most."""
+
+    def __init__(self, ttl: float = 60.0) -> None:
+        self.ttl = ttl
+        self._known: dict[tuple[str, str | None], tuple[float, int, CauseHistory]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, cur: Cursor, tenant: str, project: str | None, size: int) -> CauseHistory:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._known.get((tenant, project))
+        if hit is not None and hit[0] > now and hit[1] == size:
+            return hit[2]
+        value = read(cur, project)
+        with self._lock:
+            self._known[(tenant, project)] = (now + self.ttl, size, value)
+        return value
