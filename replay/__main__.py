@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -135,7 +135,8 @@ def realworld(
     asked = rw.questions(pms, split)
     with Progress(transient=True) as progress:
         task = progress.add_task("real postmortems", total=len(rw.history(pms)) + 4 * len(asked))
-        results = rw.evaluate(client, pms, split, progress=lambda _: progress.advance(task))
+        outcomes: dict[str, Any] = {}
+        results = rw.evaluate(client, pms, split, progress=lambda _: progress.advance(task), causes=outcomes)
     corpus = rw.summary(pms)
     for key, scores in results.items():
         table = Table("system", "R@1", "R@5", "MRR", "false hints", "checks on/off", "worse", title=(
@@ -149,14 +150,25 @@ def realworld(
             iv = rw.paired_interval(scores[0], other)
             typer.echo(f"  {key}: opslore - {other.name}, Recall@5 {iv.difference:+.3f} "
                        f"[{iv.low:+.3f}, {iv.high:+.3f}] (95%, paired bootstrap over the questions)")
+    for key, o in outcomes.items():
+        typer.echo(f"  {key}: causes {json.dumps(o['outcome'].to_json())}; e5 top-1 class {o['e5_top1_class']}"
+                   f"/{o['recurrences']}")
     failures = rw.gate(results)
     report = report or Path(f"replay/results/realworld-{split}.json")
+    from replay.outcome import reliability_png
+
+    png = reliability_png({k: o["outcome"].reliability for k, o in outcomes.items()},
+                          report.parent / f"reliability-realworld-{split}.png",
+                          f"causes, real incidents across organisations ({split})")
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(json.dumps({"split": split, "corpus": corpus,
                                   "results": {k: {sc.name: sc.to_json() for sc in v} for k, v in results.items()},
                                   "recall_at_5_against_opslore": {
                                       k: {sc.name: rw.paired_interval(v[0], sc).to_json() for sc in v[1:]}
                                       for k, v in results.items()},
+                                  "causes": {k: {**o["outcome"].to_json(), "e5_top1_class": o["e5_top1_class"],
+                                                 "recurrences": o["recurrences"]} for k, o in outcomes.items()},
+                                  "reliability_png": str(png) if png else None,
                                   "gate_failures": failures}, indent=2, ensure_ascii=False), encoding="utf-8")
     for failure in failures:
         typer.secho(f"release gate: {failure}", fg="red")

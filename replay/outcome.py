@@ -32,6 +32,14 @@ class Asked:
     hint_classes: tuple[str | None, ...] = ()
     condition: str = ""
 
+    @classmethod
+    def of_answer(cls, question: str, answer: Mapping[str, Any], truth: str, condition: str) -> Asked:
+        """From a briefing answer (its `causes`, `novelty`, `rest` and hints)."""
+        return cls(question=question, truth=truth,
+                   causes=tuple((c["category"], float(c["probability"]), c["basis"]) for c in answer["causes"]),
+                   novelty=float(answer["novelty"]), rest=float(answer["rest"]),
+                   hint_classes=tuple(h.get("root_cause_category") for h in answer["hints"]), condition=condition)
+
 
 def evidence_order(a: Asked) -> list[str]:
     return [c for c, _, basis in a.causes if basis == "evidence"]

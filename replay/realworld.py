@@ -260,6 +260,7 @@ class Ranking:
     question: str
     cited: list[list[str]]
     classes: list[str | None] = field(default_factory=list)
+    answer: dict[str, Any] | None = None  # opslore's whole answer (its causes), None for a baseline
 
 
 @dataclass
@@ -344,7 +345,7 @@ def opslore_rankings(client: OpsloreClient, asked: list[Postmortem], lang: Lang,
     for pm in asked:
         answer = client.briefing(pm.request(lang, text_only))
         out[pm.id] = Ranking(pm.id, [list(h["source_incidents"]) for h in answer["hints"]],
-                             [h.get("root_cause_category") for h in answer["hints"]])
+                             [h.get("root_cause_category") for h in answer["hints"]], answer)
         progress(pm.id)
     return out
 
@@ -403,11 +404,19 @@ def _bm25(corpus: Corpus, req: dict[str, Any]) -> list[str]:
 
 
 def evaluate(client: OpsloreClient, pms: list[Postmortem], split: Split, learn: bool = True,
-             progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Every system on the split's questions, asked in each language, with the signals and alert and without."""
+             progress: Callable[[str], None] = lambda _: None,
+             causes: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every system on the split's questions, asked in each language, with the signals and alert and without;
+    `causes` (when given) receives per condition the outcome of opslore's causes (`replay/outcome.py`: planner
+    checks against the base rates, Brier skill, top cause) and e5 top-1's class."""
+    from replay.outcome import Asked
+    from replay.outcome import score as outcome_score
+    from services.briefing.causes import NEW, TenantHistory
+
     if learn:
         learn_history(client, pms, progress)
     asked = questions(pms, split)
+    history_causes = TenantHistory.of_sequence([pm.cls for pm in sorted(history(pms), key=lambda p: (p.date, p.id))])
     emb_name, emb_rank = embedding_baseline()
     baselines: list[tuple[str, Ranker]] = [("BM25 (bm25s, raw incident text)", _bm25), (emb_name, emb_rank),
                                            ("RRF(BM25, e5)", rrf(_bm25, emb_rank))]
@@ -415,10 +424,19 @@ def evaluate(client: OpsloreClient, pms: list[Postmortem], split: Split, learn: 
     for lang in ("en", "zh"):
         for text_only in (False, True):
             key = f"{lang}{'-text-only' if text_only else ''}"
-            scores = [score("opslore", pms, asked, opslore_rankings(client, asked, lang, text_only, progress))]
-            scores += [score(name, pms, asked, baseline_rankings(pms, asked, r, lang, text_only))
-                       for name, r in baselines]
+            ours = opslore_rankings(client, asked, lang, text_only, progress)
+            scores = [score("opslore", pms, asked, ours)]
+            theirs = {name: baseline_rankings(pms, asked, r, lang, text_only) for name, r in baselines}
+            scores += [score(name, pms, asked, r) for name, r in theirs.items()]
             out[key] = scores
+            if causes is not None:
+                lived = [Asked.of_answer(pm.id, ours[pm.id].answer or {},
+                                         pm.cls if pm.cls in history_causes.counts else NEW, key) for pm in asked]
+                recurring = [pm for pm in asked if pm.role in RECURRING]
+                causes[key] = {"outcome": outcome_score("opslore causes", lived, history_causes),
+                               "e5_top1_class": sum(1 for pm in recurring
+                                                    if theirs[emb_name][pm.id].classes[:1] == [pm.cls]),
+                               "recurrences": len(recurring)}
     return out
 
 

@@ -54,13 +54,6 @@ def load(org: str) -> tuple[list[rw.Postmortem], int]:
     return [pm.model_copy(update={"role": r}) for pm, r in zip(ordered, roles, strict=True)], int(spec["history"])
 
 
-def asked_of(pm: rw.Postmortem, answer: dict[str, Any], truth: str, condition: str) -> Asked:
-    return Asked(question=pm.id, truth=truth,
-                 causes=tuple((c["category"], float(c["probability"]), c["basis"]) for c in answer["causes"]),
-                 novelty=float(answer["novelty"]), rest=float(answer["rest"]),
-                 hint_classes=tuple(h.get("root_cause_category") for h in answer["hints"]), condition=condition)
-
-
 def _tenant(admin: OpsloreClient, api_url: str, label: str) -> OpsloreClient:
     return OpsloreClient(api_url, admin.create_key(f"within-{label}-{uuid.uuid4().hex[:8]}", "reviewer", "default"))
 
@@ -78,8 +71,9 @@ def static(admin: OpsloreClient, api_url: str, org: str, progress: Callable[[str
     reliability: dict[str, list[tuple[float, int]]] = {}
     for lang in ("en", "zh"):
         answers = {pm.id: client.briefing(pm.request(lang)) for pm in asked}
-        outcome = score("opslore causes", [asked_of(pm, answers[pm.id], pm.cls if pm.cls in history.counts else NEW,
-                                                    lang) for pm in asked], history)
+        outcome = score("opslore causes", [
+            Asked.of_answer(pm.id, answers[pm.id], pm.cls if pm.cls in history.counts else NEW, lang)
+            for pm in asked], history)
         hints = {pm.id: rw.Ranking(pm.id, [list(h["source_incidents"]) for h in answers[pm.id]["hints"]],
                                    [h.get("root_cause_category") for h in answers[pm.id]["hints"]]) for pm in asked}
         systems = [rw.score("opslore hints", pms, asked, hints)]
@@ -113,7 +107,7 @@ def sequential(admin: OpsloreClient, api_url: str, org: str, feedback: bool,
         history = TenantHistory.of_sequence([p.cls for p in pms[:warm + i - 1]])
         answer = client.briefing(pm.request("en"))
         truth = pm.cls if pm.cls in history.counts else NEW
-        lived.append((asked_of(pm, answer, truth, "en"), history))
+        lived.append((Asked.of_answer(pm.id, answer, truth, "en"), history))
         learn_incident(sc, incidents[pm.id], client)
         if feedback and answer["hints"]:
             first = answer["hints"][0]

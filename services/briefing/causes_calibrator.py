@@ -86,7 +86,6 @@ class Lived:
     rows: list[Row]  # versions, oldest first
     causes: list[str]
     cause: dict[str, str]  # family_id -> its current cause
-    first: dict[str, datetime]  # family_id -> when its first version happened
 
     @classmethod
     def read(cls, cur: Cursor) -> Lived:
@@ -102,11 +101,8 @@ class Lived:
         cause = {str(r["family_id"]): r["root_cause_category"] or grouped[str(r["family_id"])] for r in active}
         dated = sorted((v for v in versions if str(v["family_id"]) in cause),
                        key=lambda v: (_at(v), str(v["family_id"]), int(v["version"])))
-        first: dict[str, datetime] = {}
-        for v in dated:
-            first.setdefault(str(v["family_id"]), _at(v))
         labels = [v["root_cause_category"] or cause[str(v["family_id"])] for v in dated]
-        return cls(rows=dated, causes=labels, cause=cause, first=first)
+        return cls(rows=dated, causes=labels, cause=cause)
 
     def before(self, when: datetime) -> int:
         """How many incidents happened before `when`."""
@@ -170,15 +166,16 @@ class CausesCalibrator:
             lived = Lived.read(cur)
             cur.execute(_FEEDBACK, (FEEDBACK_SAMPLE,))
             feedback = cur.fetchall()
-        # (question, when, its cause, the cause it refuted, its own family and version: the family's current text
-        # may be this very incident's, so it is asked against the family's previous version instead)
-        asked: list[tuple[BriefingRequest, datetime, str | None, str | None, str | None, int]] = []
+        # (question, how many incidents came before it, its cause, the cause it refuted, its own family and
+        # version: the family's current text may be this very incident's, so it is asked against the family's
+        # previous version instead)
+        asked: list[tuple[BriefingRequest, int, str | None, str | None, str | None, int]] = []
         start = max(MIN_HISTORY, len(lived.rows) - SAMPLE)
         for i in range(start, len(lived.rows)):
             req = question_of(lived.rows[i])
             if req is not None:
                 row = lived.rows[i]
-                asked.append((req, _at(row), lived.causes[i], None, str(row["family_id"]), int(row["version"])))
+                asked.append((req, i, lived.causes[i], None, str(row["family_id"]), int(row["version"])))
         for f in reversed(feedback):
             cause = lived.cause.get(str(f["family_id"]))
             try:
@@ -187,15 +184,15 @@ class CausesCalibrator:
                 continue
             if cause is not None:
                 adopted = f["verdict"] == "adopted"
-                asked.append((req, f["created_at"], cause if adopted else None, None if adopted else cause, None, 0))
+                asked.append((req, lived.before(f["created_at"]), cause if adopted else None,
+                              None if adopted else cause, None, 0))
         out: list[Question] = []
         name = "lexical"
-        for req, when, cause, refuted, family, version in asked:
-            n = lived.before(when)
+        for req, n, cause, refuted, family, version in asked:
             if n < MIN_HISTORY:
                 continue
             history = TenantHistory.of_sequence(lived.causes[:n])
-            earlier = {f for f, at in lived.first.items() if at < when and f != family}
+            earlier = {str(v["family_id"]) for v in lived.rows[:n]} - {family}
             question = svc.embed(req)
             with svc.db.tenant_transaction(tenant) as cur:
                 found = svc.retrieve(cur, principal, req, now, question)

@@ -200,7 +200,7 @@ class BriefingService:
         """Fit the caller's tenant's causes model now (reviewer)."""
         principal.require("reviewer")
         name, fitted, report = self.causes_calibrator.run(principal.scoped_tenant)
-        return CausesCalibrationView(model=name, causes_model=fitted.to_json(), questions=fitted.questions,
+        return CausesCalibrationView(model=name, causes_model=fitted.to_json(), questions=report["questions"],
                                      report=report)
 
     def close(self) -> None:

@@ -1,0 +1,136 @@
+"""Briefing causes (contract v1.3) through the live stack: base rates from the tenant's approved incidents,
+evidence-backed causes with their records, hints that follow them, uncategorised records grouped, and the
+tenant's calibration (its own lived questions and its feedback) stored under RLS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from services.briefing.causes import TenantHistory
+from services.briefing.causes_calibrator import CausesCalibrator
+from services.briefing.service import BriefingService
+from services.cli.client import ApiError, OpsloreClient
+from services.common.db import Database
+from services.common.settings import Settings
+from tests.conftest import TenantFactory
+from tests.factories import resolved_incident
+from tests.integration.helpers import eventually
+
+pytestmark = pytest.mark.integration
+
+HISTORY = [  # incident, category, service, signal
+    ("INC-C1", "db_connection_pool", "checkout-api", "db_pool_saturation"),
+    ("INC-C2", "db_connection_pool", "orders-api", "db_pool_wait_ms"),
+    ("INC-C3", "db_connection_pool", "billing-api", "db_pool_exhausted_total"),
+    ("INC-C4", "dns", "resolver", "coredns_servfail_total"),
+    ("INC-C5", "disk_full", "ledger-db", "pg_wal_volume_free_bytes"),
+    ("INC-C6", "certificate_expiry", "edge-proxy", "tls_handshake_failure"),
+]
+
+
+def learn(client: OpsloreClient, incident: str, category: str, service: str, signal: str) -> None:
+    client.append(resolved_incident(incident, category=category, service=service, signal=signal))
+    cand = eventually(lambda: client.candidates(incident_id=incident, state="pending"))[0]
+    client.approve(str(cand["candidate_id"]))
+
+
+def with_history(tenant_client: TenantFactory) -> OpsloreClient:
+    client = tenant_client()
+    for row in HISTORY:
+        learn(client, *row)
+    return client
+
+
+def check_shape(answer: dict[str, Any]) -> None:
+    causes = answer["causes"]
+    total = sum(c["probability"] for c in causes) + answer["novelty"] + answer["rest"]
+    assert total == pytest.approx(1.0, abs=0.01)
+    assert [c["probability"] for c in causes] == sorted((c["probability"] for c in causes), reverse=True)
+    backed = [c for c in causes if c["basis"] == "evidence"]
+    assert all(c["family_ids"] for c in backed)
+    assert all(not c["family_ids"] for c in causes if c["basis"] == "prior")
+    families = {f: i for i, c in enumerate(backed) for f in c["family_ids"]}
+    positions = [families[h["family_id"]] for h in answer["hints"]]  # every hint is behind an evidence cause
+    first = list(dict.fromkeys(positions))
+    assert first == sorted(first)  # hints follow the causes' order
+
+
+def test_a_tenant_without_history_answers_no_causes(tenant_client: TenantFactory) -> None:
+    answer = tenant_client().briefing({"text": "checkout errors", "services": ["checkout-api"]})
+    assert answer["causes"] == [] and answer["novelty"] == 1.0 and answer["hints"] == []
+    assert answer["rendered"].startswith("No approved history yet")
+
+
+def test_causes_carry_the_base_rates_and_the_evidence_behind_them(tenant_client: TenantFactory) -> None:
+    client = with_history(tenant_client)
+    expected, _ = TenantHistory({"db_connection_pool": 3, "dns": 1, "disk_full": 1, "certificate_expiry": 1}).priors()
+    asked = client.briefing({"alert": {"name": "HighErrorRate"}, "services": ["edge-proxy"],
+                             "signals": ["tls_handshake_failure"], "text": "tls_handshake_failure observed",
+                             "explain": True})
+    check_shape(asked)
+    by = {c["category"]: c for c in asked["causes"]}
+    assert {c: round(p, 4) for c, p in expected.items()} == {c: by[c]["prior"] for c in expected}
+    top = asked["causes"][0]
+    assert top["category"] == "certificate_expiry" and top["basis"] == "evidence"
+    assert top["probability"] > top["prior"]
+    assert asked["hints"] and asked["hints"][0]["root_cause_category"] == "certificate_expiry"
+    assert "certificate_expiry: " in asked["rendered"] and "base rate" in asked["rendered"]
+    assert asked["causes_explain"]["model"] in ("shipped", "tenant-calibrated")
+    unrelated = client.briefing({"text": "the marketing banner shows last year's colours",
+                                 "services": ["brand-site"]})
+    check_shape(unrelated)
+    assert unrelated["hints"] == [] and all(c["basis"] == "prior" for c in unrelated["causes"])
+    assert unrelated["rendered"].startswith("No specific history matches; this tenant's usual causes are "
+                                            "db_connection_pool")
+    stored = client.request("GET", f"/v1/briefings/{asked['briefing_id']}")
+    assert stored["causes"] == asked["causes"]
+
+
+def test_an_imported_postmortem_without_a_category_is_its_own_cause(tenant_client: TenantFactory) -> None:
+    client = with_history(tenant_client)
+    doc = ("# Search outage\n\n## Summary\nSearch returned empty results for an hour.\n\n## Impact\nUsers saw no "
+           "results.\n\n## Root cause\nThe nightly index swap pointed the alias at an empty index.\n\n"
+           "## Resolution\nPointed the alias back at the previous index.\n")
+    imported = client.import_postmortem("markdown", doc, source_ref="search-outage.md")
+    cand = eventually(lambda: client.candidates(incident_id=imported["incident_id"], state="pending"))[0]
+    client.approve(str(cand["candidate_id"]))
+    answer = client.briefing({"text": "search returns empty results after the nightly index swap", "limit": 10})
+    check_shape(answer)
+    loose = [c for c in answer["causes"] if c["category"].startswith("uncategorised: ")]
+    assert len(loose) == 1 and "alias" in loose[0]["category"]
+
+
+def test_the_tenant_calibrates_its_causes_under_rls_and_learns_from_feedback(
+        tenant_client: TenantFactory, settings: Settings) -> None:
+    client = with_history(tenant_client)
+    agent = tenant_client(role="agent", tenant=getattr(client, "tenant"))  # noqa: B009
+    with pytest.raises(ApiError) as err:
+        agent.request("POST", "/v1/causes/calibration")
+    assert err.value.status == 403
+    db = Database(settings.database_url, max_size=2)
+    db.open()
+    service = BriefingService(db, settings)
+    try:
+        calibrator = CausesCalibrator(service)
+        before = len(calibrator.questions(getattr(client, "tenant"))[1])  # noqa: B009
+        assert before == len(HISTORY) - 5  # every incident with five before it, asked against them
+        answer = agent.briefing({"alert": {"name": "HighErrorRate"}, "services": ["edge-proxy"],
+                                 "signals": ["tls_handshake_failure"], "text": "tls_handshake_failure observed"})
+        agent.feedback(answer["briefing_id"], answer["hints"][0]["family_id"], "adopted", "INC-NOW")
+        after = eventually(lambda: (n := len(calibrator.questions(getattr(client, "tenant"))[1])) > before  # noqa: B009
+                           and n)
+        assert after == before + 1
+        ran = client.request("POST", "/v1/causes/calibration")
+        assert ran["questions"] == after and ran["model"]
+        other = tenant_client()
+        with db.tenant_transaction(getattr(other, "tenant")) as cur:  # noqa: B009
+            cur.execute("SELECT count(*) AS n FROM causes_calibration")
+            assert cur.fetchone()["n"] == 0  # RLS: the other tenant sees none of it
+        with db.tenant_transaction(getattr(client, "tenant")) as cur:  # noqa: B009
+            cur.execute("SELECT questions FROM causes_calibration")
+            assert [r["questions"] for r in cur.fetchall()] == [after]
+    finally:
+        service.close()
+        db.close()

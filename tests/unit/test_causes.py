@@ -1,0 +1,211 @@
+"""The causes decision (services/briefing/causes.py): base rates, posterior, evidence basis, fit, hints. Pure."""
+
+from __future__ import annotations
+
+import math
+import random
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from schemas.api import CauseView
+from services.briefing import causes
+from services.briefing.causes import (
+    NEW,
+    CauseEvidence,
+    CausesModel,
+    Question,
+    TenantHistory,
+    answer,
+    choose_evidence,
+    fit,
+    follow_causes,
+    posterior,
+)
+from services.briefing.history import group_uncategorised
+from services.briefing.render import render_causes
+
+
+def ev(relevance: float, identity: float = 0.0, families: tuple[str, ...] = ("f",)) -> CauseEvidence:
+    return CauseEvidence(relevance=relevance, text=relevance, identity=identity, share=0.0, top=False,
+                         families=families)
+
+
+def expected_checks(chosen: list[str], p: dict[str, float], priors: dict[str, float], p_new: float) -> float:
+    base = sorted(priors, key=lambda c: (-priors[c], c))
+    order = [*chosen, *(c for c in base if c not in chosen)]
+    return p_new * len(chosen) + sum(p[c] * (i + 1) for i, c in enumerate(order))
+
+
+def test_base_rates_are_a_distribution_and_new_causes_get_rarer_as_history_repeats() -> None:
+    assert TenantHistory({}).priors() == ({}, 1.0)
+    small = TenantHistory({"a": 1, "b": 1, "c": 1})
+    grown = TenantHistory({"a": 20, "b": 12, "c": 8})
+    for h in (small, grown, TenantHistory({"a": 5})):
+        p, p_new = h.priors()
+        assert math.isclose(sum(p.values()) + p_new, 1.0)
+        assert all(v > 0 for v in p.values())
+    assert grown.novelty_prior() < 0.1 < 0.5 < small.novelty_prior()
+    p, _ = grown.priors()
+    assert p["a"] > p["b"] > p["c"]
+
+
+def test_the_pitman_yor_fit_is_the_maximum_of_its_grid() -> None:
+    counts = (1, 1, 2, 3, 5, 9)
+    alpha, d = causes.pitman_yor_fit(counts)
+
+    def posterior_at(a: float, dd: float) -> float:
+        z = (math.log(a) - math.log(causes.ALPHA_MEDIAN)) / causes.ALPHA_LOG_SD
+        return causes.pitman_yor_log_likelihood(counts, a, dd) - 0.5 * z * z - causes.DISCOUNT_RATE * dd
+
+    best = posterior_at(alpha, d)
+    assert all(posterior_at(a, dd) <= best + 1e-9 for a in causes.ALPHAS for dd in causes.DISCOUNTS)
+
+
+def test_without_evidence_weights_the_posterior_is_the_base_rates() -> None:
+    h = TenantHistory({"pool": 6, "dns": 3, "disk": 1})
+    p, p_new = posterior(h, {"pool": ev(0.9)}, CausesModel.base_rates())
+    priors, prior_new = h.priors()
+    assert p == pytest.approx(priors) and p_new == pytest.approx(prior_new)
+
+
+def test_strong_evidence_for_a_rare_cause_makes_it_the_first_check() -> None:
+    h = TenantHistory({"pool": 10, "dns": 6, "cert": 4, "disk": 1})
+    model = CausesModel(weights=(-2.0, 1.5, 4.0))
+    out = answer(h, {"disk": ev(0.9, identity=0.9, families=("rec-disk",)), "pool": ev(0.02)}, model)
+    assert out.causes[0].category == "disk" and out.causes[0].basis == "evidence"
+    assert out.causes[0].family_ids == ("rec-disk",)
+    assert out.causes[0].probability > out.causes[0].prior
+    assert all(c.family_ids == () for c in out.causes if c.basis == "prior")
+    total = sum(c.probability for c in out.causes) + out.novelty + out.rest
+    assert total == pytest.approx(1.0, abs=0.01)
+    assert [c.probability for c in out.causes] == sorted((c.probability for c in out.causes), reverse=True)
+
+
+def test_an_empty_history_answers_no_causes_and_certain_novelty() -> None:
+    out = answer(TenantHistory({}), {}, CausesModel())
+    assert out.causes == () and out.novelty == 1.0 and out.rest == 0.0
+
+
+def test_only_so_many_base_rate_causes_are_listed_and_the_rest_is_summed() -> None:
+    h = TenantHistory({f"c{i}": 1 + i % 3 for i in range(25)})
+    out = answer(h, {}, CausesModel(), limit=5)
+    assert len(out.causes) == causes.MAX_LISTED
+    assert out.rest > 0
+    assert sum(c.probability for c in out.causes) + out.novelty + out.rest == pytest.approx(1.0, abs=0.01)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_evidence_set_never_costs_more_expected_checks_than_the_base_rate_order(seed: int) -> None:
+    rng = random.Random(seed)
+    cats = [f"c{i}" for i in range(rng.randint(2, 12))]
+    raw = {c: rng.random() ** 3 for c in cats}
+    p_new = rng.random() * 0.6
+    scale = (1 - p_new) / sum(raw.values())
+    p = {c: v * scale for c, v in raw.items()}
+    priors_raw = {c: rng.random() for c in cats}
+    priors = {c: v / sum(priors_raw.values()) * (1 - p_new) for c, v in priors_raw.items()}
+    chosen = choose_evidence(p, priors, p_new, cats)
+    sure = [c for c in cats if p[c] >= causes.MIN_SURE and p[c] >= 2 * priors[c]]
+    if not sure:  # the greedy alone only ever lowers the expected checks
+        assert expected_checks(chosen, p, priors, p_new) <= expected_checks([], p, priors, p_new) + 1e-9
+    assert all(p[c] > priors[c] for c in chosen)
+    assert chosen == sorted(chosen, key=lambda c: (-p[c], c))
+
+
+def test_the_base_rates_first_cause_is_not_marked_for_modest_evidence() -> None:
+    priors = {"pool": 0.5, "dns": 0.3}
+    p = {"pool": 0.55, "dns": 0.25}
+    assert choose_evidence(p, priors, 0.2, ["pool", "dns"]) == []  # it is checked first anyway
+    assert choose_evidence({"pool": 0.2, "dns": 0.6}, priors, 0.2, ["pool", "dns"]) == ["dns"]
+
+
+@dataclass
+class FakeScored:
+    family: str
+    category: str
+    relevance: float
+    facts: object = field(default=None)
+
+
+def test_hints_follow_the_evidence_causes_best_record_first() -> None:
+    cands = [FakeScored("a1", "a", 0.9), FakeScored("b1", "b", 0.8), FakeScored("a2", "a", 0.7),
+             FakeScored("c1", "c", 0.6), FakeScored("b2", "b", 0.01)]
+    shown = follow_causes(["b", "a"], cands, lambda s: s.category, limit=5, threshold=0.05)
+    assert [s.family for s in shown] == ["b1", "a1", "a2"]  # c is at its base rate; b2 is below the threshold
+    assert follow_causes([], cands, lambda s: s.category, 5, 0.0) == []
+    assert len(follow_causes(["a", "b", "c"], cands, lambda s: s.category, limit=2, threshold=0.0)) == 2
+
+
+def simulated(model: CausesModel, n: int, seed: int) -> list[Question]:
+    """Questions whose causes are drawn from `model`'s own posterior: a fit should find `model` again."""
+    rng = np.random.default_rng(seed)
+    h = TenantHistory({"a": 8, "b": 5, "c": 3, "d": 2})
+    out = []
+    for _ in range(n):
+        evidence = {c: ev(float(rng.random()), families=(c,)) for c in h.counts if rng.random() < 0.7}
+        p, p_new = posterior(h, evidence, model)
+        outcomes = [*sorted(p), NEW]
+        draw = outcomes[int(rng.choice(len(outcomes), p=np.array([p[c] for c in sorted(p)] + [p_new])))]
+        out.append(Question(h, evidence, cause=draw))
+    return out
+
+
+def test_the_fit_recovers_the_model_that_generated_the_questions() -> None:
+    truth = CausesModel(weights=(-1.0, 1.2, 0.0), novel_bias=0.3, novel_relevance=0.0)
+    fitted = fit(simulated(truth, 3000, seed=1), CausesModel.base_rates(), precision=[1.0, 1.0, 1e6, 1.0, 1.0])
+    assert fitted.weights[1] == pytest.approx(1.2, abs=0.25)
+    assert fitted.novel_bias == pytest.approx(0.3, abs=0.5)
+    again = fit(simulated(truth, 3000, seed=1), CausesModel.base_rates(), precision=[1.0, 1.0, 1e6, 1.0, 1.0])
+    assert again == fitted  # deterministic
+
+
+def test_too_few_questions_keep_the_centre_and_a_strong_prior_holds_it() -> None:
+    centre = CausesModel(weights=(-1.0, 1.0, 4.0))
+    few = simulated(CausesModel.base_rates(), causes.MIN_QUESTIONS - 1, seed=2)
+    assert fit(few, centre) is centre
+    held = fit(simulated(CausesModel.base_rates(), 200, seed=3), centre, precision=1e6)
+    assert held.weights == pytest.approx(centre.weights, abs=1e-3)
+
+
+def test_a_refuted_cause_lowers_its_weight() -> None:
+    h = TenantHistory({"a": 5, "b": 5})
+    strong = {"a": ev(0.9, families=("a",))}
+    start = CausesModel(weights=(0.0, 1.0, 0.0))
+    refuted = fit([Question(h, strong, refuted="a") for _ in range(40)], start, precision=1.0)
+    adopted = fit([Question(h, strong, cause="a") for _ in range(40)], start, precision=1.0)
+    p_ref, _ = posterior(h, strong, refuted)
+    p_ad, _ = posterior(h, strong, adopted)
+    assert p_ref["a"] < posterior(h, strong, start)[0]["a"] < p_ad["a"]
+
+
+def test_stored_models_of_other_features_are_refused() -> None:
+    doc = CausesModel().to_json()
+    assert CausesModel.from_json(doc) == CausesModel()
+    with pytest.raises(ValueError):
+        CausesModel.from_json({**doc, "features": ["has", "text", "identity", "share", "top"]})
+
+
+def test_uncategorised_root_causes_are_grouped_when_near_identical() -> None:
+    groups = group_uncategorised([
+        ("f1", "The primary database ran out of disk space on the WAL volume"),
+        ("f2", "the primary database ran out of disk space on the wal volume."),
+        ("f3", "An expired TLS certificate on the edge proxies"),
+    ])
+    assert groups["f1"] == groups["f2"] != groups["f3"]
+    assert groups["f1"].startswith("uncategorised: ")
+
+
+def test_rendered_causes_say_little_when_nothing_matches_and_escape_names() -> None:
+    prior_only = [CauseView(category="db_pool", probability=0.3, prior=0.3, basis="prior"),
+                  CauseView(category="dns\x1b[31m", probability=0.2, prior=0.2, basis="prior")]
+    text = "\n".join(render_causes(prior_only, 0.2))
+    assert text.startswith("No specific history matches; this tenant's usual causes are db_pool (30%)")
+    assert "\x1b" not in text and "\\x1b[31m" in text
+    backed = [CauseView(category="cert", probability=0.62, prior=0.05, basis="evidence",
+                        family_ids=[uuid.uuid4()]), *prior_only]
+    lines = render_causes(backed, 0.1)
+    assert lines[1] == "- cert: likely, 62% (base rate 5%), 1 similar past incident(s)"
+    assert render_causes([], 1.0)[0].startswith("No approved history yet")
