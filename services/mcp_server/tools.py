@@ -105,8 +105,11 @@ def _register_reads(server: MCPServer[Any], backend_of: BackendOf) -> None:
         limit: Annotated[int, Field(ge=1, le=10)] = 5,
         incident_id: IncidentId | None = None,
     ) -> BriefingResponse:
-        """Ranked hints from approved memory of past incidents for the incident at hand (few, possibly none:
-        an empty answer means nothing relevant is known). Each hint is a HYPOTHESIS with warnings and
+        """The tenant's likely root causes for the incident at hand and a few hints from approved memory of past
+        incidents. `causes`: each root-cause category with its calibrated `probability` beside its base rate
+        (`prior`); `basis: evidence` when similar past incidents raise it, else the base rate alone; `novelty`
+        is the probability of a cause this tenant never had. Check the evidence causes first, then the usual
+        ones. Hints (few, possibly none) come only for evidence causes; each is a HYPOTHESIS with warnings and
         `verify_with` live checks: run them (or verify_briefing) before citing a hint, and prefer current
         evidence when they disagree. `rendered` is a compact text form for your context."""
         request = dict(alert=alert, services=services, signals=signals, entities=entities, text=text,
