@@ -3,8 +3,9 @@
 Memory: the corpus archetypes' past incidents, learned and approved in one fresh tenant; two of them
 are then retracted. Trials: a new occurrence of every archetype (its opening alert and a first
 observation worded differently, resolution hidden) plus novel incidents whose cause is not in memory.
-The planner orders root-cause categories: memory-off by a fixed SRE checklist, memory-on with the
-hinted categories first (in hint order), then the checklist. Per trial: rank of the true category,
+The planner orders root-cause categories: memory-off by the tenant's base rates (the answer's causes by
+their `prior`), then a fixed SRE checklist; memory-on with the hinted categories first (the evidence causes,
+which hints follow), then the same order. Per trial: rank of the true category,
 checks until it is verified (a hinted hypothesis costs its `verify_with` checks, others one each),
 and whether a hint was harmful (a wrong hint above the right one, or a hint citing a retracted or
 foreign record). The gate fails when memory-on is worse on mean rank or mean checks, or its
@@ -39,7 +40,7 @@ NOVEL = [  # causes that memory knows nothing about: briefing should abstain and
     {"alert": "SearchShardsUnassigned", "service": "search-cluster", "category": "search",
      "text": "cluster status red, 12 unassigned shards after a node restart", "signals": ["shards_unassigned"]},
 ]
-Brief = Callable[[dict[str, Any]], list[dict[str, Any]]]
+Brief = Callable[[dict[str, Any]], dict[str, Any]]  # a briefing request -> its answer (hints, causes)
 
 
 @dataclass
@@ -90,13 +91,20 @@ class GateResult:
                 "max_harmful_rate": self.max_harmful_rate, "per_trial": [asdict(t) for t in self.trials]}
 
 
-def plan(hints: list[dict[str, Any]]) -> list[tuple[str, int]]:
-    """Ordered (category, cost in checks) hypotheses: hinted categories first, then the checklist."""
+def base_order(answer: dict[str, Any]) -> list[str]:
+    """The tenant's categories by base rate, as the answer's causes state them (most frequent first)."""
+    return [c["category"] for c in sorted(answer.get("causes") or [], key=lambda c: (-c["prior"], c["category"]))]
+
+
+def plan(hints: list[dict[str, Any]], base: list[str] | None = None) -> list[tuple[str, int]]:
+    """Ordered (category, cost in checks) hypotheses: hinted categories first (the evidence causes: hints follow
+    them), then the tenant's categories by base rate, then the checklist."""
     order: list[tuple[str, int]] = []
     for h in hints:
         category = h.get("root_cause_category")
         if category and category not in {c for c, _ in order}:
             order.append((category, max(1, len(h.get("verify_with") or []))))
+    order += [(c, 1) for c in (base or []) if c not in {c for c, _ in order}]
     order += [(c, 1) for c in CHECKLIST if c not in {c for c, _ in order}]
     return order
 
@@ -117,9 +125,10 @@ def harmful(hints: list[dict[str, Any]], truth: str, allowed: set[str]) -> bool:
 
 
 def trial(name: str, truth: str, request: dict[str, Any], brief: Brief, allowed: set[str]) -> Trial:
-    hints = brief(request)
-    rank_off, checks_off = rank_and_checks(plan([]), truth)
-    rank_on, checks_on = rank_and_checks(plan(hints), truth)
+    answer = brief(request)
+    hints, base = list(answer.get("hints") or []), base_order(answer)
+    rank_off, checks_off = rank_and_checks(plan([], base), truth)
+    rank_on, checks_on = rank_and_checks(plan(hints, base), truth)
     return Trial(name, truth, rank_off, rank_on, checks_off, checks_on, harmful(hints, truth, allowed), len(hints))
 
 
@@ -162,7 +171,7 @@ def run_gate(client: OpsloreClient, archetypes: list[dict[str, Any]], brief: Bri
 
 
 def live_brief(client: OpsloreClient) -> Brief:
-    def brief(request: dict[str, Any]) -> list[dict[str, Any]]:
-        return list(client.briefing(request)["hints"])
+    def brief(request: dict[str, Any]) -> dict[str, Any]:
+        return client.briefing(request)
     return brief
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from replay.gate import CHECKLIST, harmful, plan, rank_and_checks
+from replay.gate import CHECKLIST, base_order, harmful, plan, rank_and_checks
 
 
 def hint(category: str, checks: int = 1, family: str = "f1") -> dict[str, object]:
@@ -24,3 +24,11 @@ def test_harmful_hints() -> None:
     assert not harmful([hint("dns")], "dns", {"f1"})
     assert harmful([hint("cache"), hint("dns")], "dns", {"f1"})  # wrong above right
     assert harmful([hint("dns", family="retracted")], "dns", {"f1"})  # cites a record not active here
+
+
+def test_memory_off_follows_the_base_rates_the_answer_states() -> None:
+    answer = {"causes": [{"category": "dns", "prior": 0.1}, {"category": "cache", "prior": 0.4}]}
+    base = base_order(answer)
+    assert base == ["cache", "dns"]
+    assert [c for c, _ in plan([], base)][:3] == ["cache", "dns", CHECKLIST[0]]
+    assert [c for c, _ in plan([hint("dns")], base)][:2] == ["dns", "cache"]
