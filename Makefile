@@ -57,6 +57,7 @@ bench: up  ## benchmarks; every figure of the run in one bench/results/make-benc
 	$(PY) -m bench.governance  # proposal counts on the replay corpora, preview and execute latency
 	$(PY) -m bench.throughput  # briefings/s at 1, 8 and 32 clients next to a no-op endpoint
 	$(PY) -m bench.projector_scaleout  # projector events/s with 1, 2 and 6 processes, identical projections
+	$(PY) -m bench.fairness  # tenant A at 10x the load of tenant B: B's p95 against alone, A's 429s
 	$(PY) -m bench.summary --since $$(cat .bench-started)
 
 chaos: up  ## fuzz every endpoint from the OpenAPI schema (schemathesis; fails on any 5xx); outages run in make test

@@ -14,9 +14,10 @@ Request = Callable[[httpx.Client, int, int], httpx.Response]  # (connection, cli
 
 
 def closed_loop(url: str, key: str, request: Request, clients: int, seconds: float, each: int | None = None,
-                timeout: float = 600) -> tuple[list[float], int, float]:
+                timeout: float = 600, statuses: dict[int, int] | None = None) -> tuple[list[float], int, float]:
     """Run for `seconds` (or `each` requests per client): latencies (ms), the count of non-200 answers or
-    transport errors, and the wall time."""
+    transport errors, and the wall time; `statuses` (when given) counts the answers by status (0: no answer)."""
+    lock = threading.Lock()
     latencies: list[list[float]] = [[] for _ in range(clients)]
     errors = [0] * clients
     stop = time.monotonic() + seconds
@@ -27,9 +28,13 @@ def closed_loop(url: str, key: str, request: Request, clients: int, seconds: flo
             while time.monotonic() < stop and (each is None or n < each):
                 t0 = time.perf_counter()
                 try:
-                    ok = request(http, i, n).status_code == 200
+                    status = request(http, i, n).status_code
                 except httpx.HTTPError:
-                    ok = False
+                    status = 0
+                ok = status == 200
+                if statuses is not None:
+                    with lock:
+                        statuses[status] = statuses.get(status, 0) + 1
                 latencies[i].append((time.perf_counter() - t0) * 1000)
                 errors[i] += not ok
                 n += 1

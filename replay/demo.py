@@ -1,5 +1,6 @@
 """`python -m replay.demo`: learn from two demo incidents in a fresh tenant, print one briefing and one
-governance preview."""
+governance preview, then the next steps with working keys (the review UI, a briefing of your own, an agent over
+MCP, stopping the stack); `tests/integration/test_demo_next_steps.py` runs the printed lines."""
 
 from __future__ import annotations
 
@@ -37,6 +38,24 @@ def main() -> None:
         console.print(f"{p['kind']:>14} -> {p['change']['action']:<11} {p['reason']}")
     if not preview["proposals"]:
         console.print("no proposals: every record is fresh, used and unique")
+    agent = runner.admin.create_key(tenant, "agent", "checkout")
+    for line in next_steps(s.api_url, key, agent):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def next_steps(api_url: str, reviewer_key: str, agent_key: str) -> list[str]:
+    """What to do next, as lines that work when pasted (the stack stays up)."""
+    return [
+        "",
+        "Next steps (the stack stays up):",
+        f"  review UI:        {api_url}/ui/login  (log in with the reviewer key {reviewer_key})",
+        f"  your own briefing: OPSLORE_API_URL={api_url} OPSLORE_API_KEY={agent_key} opslore "
+        "brief --service payments-api --text \"payments-api 5xx after the card-gateway certificate rotation\"",
+        f"  connect an agent: claude mcp add --transport http opslore {api_url}/mcp "
+        f"--header \"Authorization: Bearer {agent_key}\"",
+        "  your alerts and postmortems: README.md (Connect your alerts; Bring your history)",
+        "  stop the stack:   make down",
+    ]
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ def print_table(results: list[ScenarioResult], console: Console | None = None) -
 def print_comparison(comparison: Comparison, console: Console | None = None) -> None:
     console = console or Console()
     doc = comparison.to_json()
-    table = Table("system", "Recall@1", "Recall@5", "false-hint rate", title="opslore vs baselines")
+    table = Table("system", "Recall@1", "Recall@5", "false-hint rate",
+                  title="synthetic regression scenarios (not recall on real incidents: docs/evaluation.md)")
     for name, m in doc["systems"].items():
         table.add_row(name, *(f"{m[k]:.3f}" if m[k] is not None else "-"
                               for k in ("recall_at_1", "recall_at_5", "false_hint_rate")))

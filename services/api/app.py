@@ -8,6 +8,7 @@ import secrets
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -18,13 +19,15 @@ from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import Route
+from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from schemas.guard import Problem, UnsafeInput, shown_key
 from services.api import ui
 from services.api.briefing_threads import BriefingThreads
+from services.api.fairness import FairShare, RateLimited, limits_of, retry_after_header
 from services.api.hot_route import HotRoute
-from services.api.middleware import RequestGuard, RequestTiming
+from services.api.middleware import RequestGuard, RequestTiming, SecurityHeaders
 from services.api.routes import BRIEFING_ROUTE, router
 from services.briefing.semantic import SemanticIndex, make_embedder
 from services.briefing.service import BriefingService
@@ -116,10 +119,11 @@ def _unsafe_query(problem: Problem) -> JSONResponse:
 
 
 class OpsloreApi(FastAPI):
-    """The FastAPI app, with POST /v1/briefings dispatched at the top of its middleware stack (`HotRoute`)."""
+    """The FastAPI app, with POST /v1/briefings dispatched at the top of its middleware stack (`HotRoute`), and
+    the security headers outermost (`SecurityHeaders`: every answer carries them, the hot route's too)."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        return HotRoute(super().build_middleware_stack(), self, BRIEFING_ROUTE, _unsafe_query)
+        return SecurityHeaders(HotRoute(super().build_middleware_stack(), self, BRIEFING_ROUTE, _unsafe_query))
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -128,6 +132,8 @@ def install_error_handlers(app: FastAPI) -> None:
         response = _error(exc.status, exc.code, exc.message, exc.field)
         if exc.status == 503:
             response.headers["Retry-After"] = "5"
+        if isinstance(exc, RateLimited):
+            response.headers["Retry-After"] = retry_after_header(exc)
         return response
 
     @app.exception_handler(RequestValidationError)
@@ -171,6 +177,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = services or build_services(settings)
         app.state.briefing_threads = BriefingThreads(settings.api_briefing_threads)
+        app.state.fairness = FairShare(limits_of(settings))
         analyzer.warm()
         gc.freeze()  # jieba's dictionary and everything else built at start: out of every GC pass (tail latency)
         async with mcp_server.session_manager.run():
@@ -191,6 +198,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.add_middleware(RequestTiming)  # outside the guard: a rejected request is timed and logged too
     app.include_router(router)
     app.include_router(ui.router)
+    app.mount("/ui/static", StaticFiles(directory=Path(ui.__file__).parent / "static"), name="ui-static")
     app.router.routes.append(Route("/mcp", endpoint=mcp_app))  # MCP, streamable HTTP (services/mcp_server)
     app.add_middleware(SessionMiddleware, secret_key=settings.ui_secret or secrets.token_urlsafe(32),
                        session_cookie="opslore_ui", same_site="strict", https_only=settings.ui_secure_cookie,

@@ -8,6 +8,11 @@ load (py-spy, GIL samples). These do the same work on the ASGI messages directly
                  query parameter (FastAPI would silently keep one of them)
   RequestTiming  the request's log context (request id, traceparent), the latency histogram, the access
                  log line, and the `x-request-id` / `traceparent` response headers
+  SecurityHeaders  `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer` on every answer; on the
+                 review UI's (`/ui`) also a strict Content-Security-Policy (no inline script or style, no
+                 framing, forms post only to itself) and `X-Frame-Options: DENY` for older browsers: approving
+                 memory is the product's one privileged act, and a page that can be framed can have its
+                 "Approve selected" clicked for a logged-in reviewer
 """
 
 from __future__ import annotations
@@ -94,3 +99,29 @@ class RequestTiming:
         access.info("%s %s %s", method, path, status,
                     extra={"fields": {"method": method, "route": path, "status": status,
                                       "ms": round(elapsed * 1000, 1)}})
+
+
+UI_CSP = "default-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+_EVERY = ((b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"))
+_UI = ((b"content-security-policy", UI_CSP.encode()), (b"x-frame-options", b"DENY"))
+
+
+class SecurityHeaders:
+    def __init__(self, app: ASGIApp, ui_prefix: str = "/ui") -> None:
+        self.app = app
+        self.ui_prefix = ui_prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        extra = _EVERY + (_UI if path == self.ui_prefix or path.startswith(self.ui_prefix + "/") else ())
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []), *((k, v) for k, v in extra if k not in names)]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)

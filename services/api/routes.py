@@ -56,6 +56,7 @@ from schemas.views import (
 )
 from services.api.briefing_threads import BriefingThreads
 from services.api.deps import Caller, Svc
+from services.api.fairness import FairShare
 from services.api.lean_route import LeanJsonRoute
 from services.api.metrics import EVENTS_ACCEPTED, exposition, observe_briefing
 from services.common.paging import DEFAULT_LIMIT, MAX_LIMIT, PageRequest
@@ -98,9 +99,15 @@ def create_api_key(body: ApiKeyRequest, svc: Svc, caller: Caller) -> IssuedKey:
     return svc.keys.create(caller, body.tenant, body.project, body.role)
 
 
+def fair(request: Request) -> FairShare:
+    share: FairShare = request.app.state.fairness
+    return share
+
+
 @router.post("/v1/ledger/events", status_code=202, response_model=Accepted)
-def append_events(svc: Svc, caller: Caller, body: Any = Body(...)) -> Accepted:
-    records = svc.gateway.append(body, caller)
+def append_events(svc: Svc, caller: Caller, request: Request, body: Any = Body(...)) -> Accepted:
+    with fair(request).admit(caller, "ingest"):  # a limited append says 429 before anything is appended
+        records = svc.gateway.append(body, caller)
     EVENTS_ACCEPTED.inc(len(records))
     return Accepted(accepted=[r.event_id for r in records])
 
@@ -169,8 +176,9 @@ def calibrate_causes(svc: Svc, caller: Caller) -> CausesCalibrationView:
 
 
 @router.post("/v1/records/search", response_model=RecordSearchResponse)
-def search_records(body: RecordSearchRequest, svc: Svc, caller: Caller) -> RecordSearchResponse:
-    return RecordSearchResponse(records=svc.briefing.search(caller, body))
+def search_records(body: RecordSearchRequest, svc: Svc, caller: Caller, request: Request) -> RecordSearchResponse:
+    with fair(request).admit(caller, "briefing"):
+        return RecordSearchResponse(records=svc.briefing.search(caller, body))
 
 
 @router.get("/v1/records/{family_id}", response_model=RecordDetail)
@@ -214,7 +222,8 @@ async def briefing(body: BriefingRequest, svc: Svc, caller: Caller, request: Req
     Computed on the process's briefing threads (`BriefingThreads`), apart from every other sync route's."""
     start = time.perf_counter()
     threads: BriefingThreads = request.app.state.briefing_threads
-    response = await threads.run(svc.briefing.brief, caller, body)
+    with fair(request).admit(caller, "briefing"):  # per key and tenant: 429 before any work
+        response = await threads.run(svc.briefing.brief, caller, body)
     observe_briefing(response, time.perf_counter() - start)
     return Response(orjson.dumps(response.wire()), media_type="application/json")
 

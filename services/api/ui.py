@@ -309,7 +309,8 @@ def records(request: Request, svc: Svc, who: Reviewer) -> HTMLResponse:
 @router.get("/records/{family_id}", response_class=HTMLResponse)
 def record(request: Request, family_id: UUID, svc: Svc, who: Reviewer) -> HTMLResponse:
     rec = svc.memory.get_record(who, family_id)
-    return render(request, "record.html", r=rec, lineage=svc.memory.lineage(who, family_id).edges)
+    told = svc.briefing.told(who, family_id, rec.current_version)
+    return render(request, "record.html", r=rec, lineage=svc.memory.lineage(who, family_id).edges, told=told)
 
 
 @router.post("/records/{family_id}/{op}")

@@ -296,9 +296,10 @@ def choose_evidence(probabilities: Mapping[str, float], priors: Mapping[str, flo
     expected checks of the planner (evidence causes first, then the rest by base rate; a novel incident costs
     one check per evidence cause), among the `supported` causes (with records behind them) whose probability
     rose above their base rate. Greedy: add the cause that lowers the expected checks most, until none does.
-    It starts from the cause the evidence makes more likely than not (`MIN_SURE`, and at least twice its base
-    rate), even where the base-rate order checks it first anyway: its hint carries the record's live checks, and
-    the price, one check on a novel incident, is then at most 1 - MIN_SURE."""
+    It starts from the cause the evidence makes more likely than not (`MIN_SURE`) and at least halfway from its
+    base rate to certainty, even where the base-rate order checks it first anyway: its hint carries the record's
+    live checks, and the price, one check on a novel incident, is then at most 1 - MIN_SURE. (Halfway, not twice
+    the base rate: a tenant's dominant cause, at 0.8, could never be twice as likely.)"""
     by_prior = sorted(priors, key=lambda c: (-priors[c], c))
     eligible = sorted((c for c in supported if c in probabilities and probabilities[c] > priors.get(c, 0.0)),
                       key=lambda c: (-probabilities[c], c))
@@ -311,7 +312,8 @@ def choose_evidence(probabilities: Mapping[str, float], priors: Mapping[str, flo
             cost += probabilities.get(c, 0.0) * i
         return cost
 
-    chosen: list[str] = [c for c in eligible if probabilities[c] >= MIN_SURE and probabilities[c] >= 2 * priors[c]]
+    chosen: list[str] = [c for c in eligible
+                         if probabilities[c] >= max(MIN_SURE, (1.0 + priors.get(c, 0.0)) / 2.0)]
     best = expected(chosen)
     while True:
         trials = [(expected([*chosen, c]), c) for c in eligible if c not in chosen]

@@ -66,6 +66,14 @@ _WORD_MARKS = bytes(0x77 if b in _WORD_BYTES else 0x20 for b in range(256))
 _CJK_LEADS = bytes(range(0xE4, 0xEA))
 _CJK_E3 = re.compile(rb"\xe3[\x90-\xbf]")
 log = logging.getLogger("opslore.briefing")
+# the last briefings that cited any version of a family, with the verdicts of the feedback they got on it
+_CITED_BY = """SELECT b.briefing_id, b.created_at, b.request->>'text' AS question,
+  (SELECT string_agg(e.payload->>'verdict', ', ' ORDER BY e.occurred_at) FROM ledger_events e
+    WHERE e.type = 'briefing.feedback' AND e.payload->>'briefing_id' = b.briefing_id::text
+      AND e.payload->>'family_id' = split_part(l.dst_id, ':', 1)) AS feedback
+  FROM lineage_edges l JOIN briefings b ON b.briefing_id::text = l.src_id
+  WHERE l.relation = 'cited' AND l.dst_kind = 'version' AND l.dst_id LIKE %(family)s
+  ORDER BY b.created_at DESC LIMIT %(last)s"""
 
 
 def token_estimate(payload: Any) -> int:
@@ -215,7 +223,7 @@ class BriefingService:
         question = BriefingRequest(text=req.query, services=req.services, limit=req.limit)
         vector = self.embed(question)
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
-            return self._answer(cur, principal, question, now or datetime.now(UTC), vector).hints
+            return self._answer(cur, principal, question, now or datetime.now(UTC), vector, briefing=False).hints
 
     def embed(self, req: BriefingRequest) -> Embedded:
         """The question's embedding; `failed` when the embedder is configured and raised (the briefing then
@@ -260,18 +268,21 @@ class BriefingService:
                            self.calibrator.threshold(cur, tenant, shipped.model.name))
 
     def _answer(self, cur: Cursor, principal: Principal, req: BriefingRequest, now: datetime,
-                question: Embedded) -> BriefingResponse:
+                question: Embedded, briefing: bool = True) -> BriefingResponse:
+        """`briefing`: the hints follow the causes (contract v1.3); a record search (False) ranks every record
+        that clears the abstention point, whatever the causes say."""
         found = self.retrieve(cur, principal, req, now, question)
         q, reads, degraded = found.query, found.reads, found.degraded
         policy = self._tenant_policy(cur, principal.scoped_tenant, now, found)
         ranking = rank(q, found.rows, policy, req.limit, found.similarities, found.stats)
         history = self.histories.get(cur, principal.scoped_tenant, principal.project, found.stats.docs)
         answer = self._causes(cur, principal.scoped_tenant, policy, history, ranking, req.limit)
-        shown = cause_model.follow_causes([c.category for c in answer.evidence], ranking.candidates,
-                                          lambda s: history.cause_of(str(s.facts.family_id),
-                                                                     s.facts.root_cause_category),
-                                          req.limit, policy.threshold)
-        ranking = Ranked(shown, ranking.categories, ranking.candidates)
+        if briefing:
+            shown = cause_model.follow_causes([c.category for c in answer.evidence], ranking.candidates,
+                                              lambda s: history.cause_of(str(s.facts.family_id),
+                                                                         s.facts.root_cause_category),
+                                              req.limit, policy.threshold)
+            ranking = Ranked(shown, ranking.categories, ranking.candidates)
         details = retrieval.fetch_details(cur, [s.facts for s in ranking.hints], self.cache)
         ctx = self._context(reads, ranking)
         hints = [self._hint(s, details[s.facts.ident], q, req, ctx, detail=2 if i == 0 else 1)
@@ -308,6 +319,29 @@ class BriefingService:
                 "history_records": history.history.records, "novelty_prior": answer.novelty_prior,
                 "basis_rule": "evidence: the causes whose checking first lowers the expected checks of the planner "
                               "(evidence causes, then the rest by base rate) under these probabilities"}
+
+    def told(self, principal: Principal, family_id: uuid.UUID, version: int, now: datetime | None = None,
+             last: int = 10) -> dict[str, Any]:
+        """What an agent is told of a record today (the review UI's record page): the warnings a briefing would
+        attach to its version now, and the last briefings that cited the family, with the feedback each got."""
+        principal.require("reviewer")
+        now = now or datetime.now(UTC)
+        with self.db.tenant_transaction(principal.scoped_tenant) as cur:
+            facts = retrieval.version_facts(cur, [(family_id, version)])
+            warnings: list[Any] = []
+            if facts:
+                f = facts[0]
+                reads = retrieval.WarningReads(cur, principal.project, now)
+                q = RankQuery(alert=f.alert_name, services=frozenset(f.services), signals=frozenset(),
+                              entities=frozenset(), tokens=frozenset())
+                ctx = WarningContext(now=now, stale_after_days=self.settings.stale_after_days,
+                                     low_confidence_below=self.settings.low_confidence_below,
+                                     alert_categories=reads.categories([f.alert_name] if f.alert_name else []),
+                                     tenant_misleading={})
+                warnings = warnings_for(q, f, f.confidence, ctx)
+            cur.execute(_CITED_BY, {"family": f"{family_id}:%", "last": last})
+            cited = [dict(r) for r in cur.fetchall()]
+        return {"warnings": warnings, "briefings": cited}
 
     def get(self, principal: Principal, briefing_id: uuid.UUID) -> dict[str, Any]:
         """The answer as it was given (GET /v1/briefings/{id}); 404 outside the caller's tenant/project."""

@@ -362,9 +362,24 @@ def brief(
     print_briefing(answer)
 
 
+def print_causes(answer: dict[str, Any]) -> None:
+    """The likely causes: the evidence-backed ones against their base rates, then the tenant's usual ones."""
+    causes = answer.get("causes") or []
+    if not causes:
+        console.print("[yellow]No approved history yet: every cause is new to this memory.[/yellow]")
+        return
+    table = Table("cause", "probability", "base rate", "basis", title="likely causes (check in this order)")
+    for c in causes[:6]:
+        table.add_row(shown(c["category"], one_line=True), f"{c['probability']:.0%}", f"{c['prior']:.0%}",
+                      c["basis"])
+    console.print(table)
+    console.print(f"a cause new to this tenant: {answer.get('novelty', 0):.0%}")
+
+
 def print_briefing(answer: dict[str, Any]) -> None:
+    print_causes(answer)
     if not answer["hints"]:
-        console.print("[yellow]No relevant memory: investigate from current evidence.[/yellow]")
+        console.print("[yellow]No specific past incident matches: investigate from current evidence.[/yellow]")
     for i, h in enumerate(answer["hints"], 1):
         console.rule(f"hint {i}  score {h['score']:.3f}  confidence {h['confidence']:.2f}  ({h['authority']})")
         console.print(f"[bold]{shown(h['summary'])}[/bold]\nroot cause: {shown(h['root_cause'])}")

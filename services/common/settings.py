@@ -54,6 +54,20 @@ class Settings(BaseSettings):
     api_briefing_threads: int = Field(4, ge=1, description="briefings each API process computes at once (HTTP); "
                                       "more wait their turn, so that threads do not only contend for the GIL and "
                                       "the database's cores; other requests keep their own thread pool")
+    fair_key_rate: float = Field(20.0, ge=0, description="briefings and record searches per second per API key and "
+                                 "API process (token bucket; 0: off); over it: 429 with Retry-After")
+    fair_key_burst: float = Field(40.0, ge=0, description="the per-key bucket's size")
+    fair_tenant_rate: float = Field(50.0, ge=0, description="briefings and record searches per second per tenant and "
+                                    "API process (0: off)")
+    fair_tenant_burst: float = Field(100.0, ge=0, description="the per-tenant bucket's size")
+    fair_ingest_key_rate: float = Field(0.0, ge=0, description="ledger appends per second per key and API process; "
+                                        "0 (default): off, evidence is accepted for as long as Kafka takes it; a "
+                                        "limited append says 429 before anything is appended")
+    fair_ingest_key_burst: float = Field(0.0, ge=0, description="the per-key ingest bucket's size")
+    fair_key_briefings: int = Field(2, ge=0, description="briefings one key may have in flight per API process "
+                                    "(computing or waiting for a briefing thread; 0: no limit)")
+    fair_tenant_briefings: int = Field(3, ge=0, description="briefings one tenant may have in flight per API process "
+                                       "(below OPSLORE_API_BRIEFING_THREADS, so another tenant always finds a thread)")
     api_url: str = Field("http://127.0.0.1:9001", description="where the CLI, SDK and `opslore mcp` find the API")
     api_key: str = Field("", repr=False, json_schema_extra=SECRET,
                          description="the key the CLI, SDK and `opslore mcp` act with")

@@ -127,7 +127,8 @@ def test_the_tenant_calibrates_its_causes_under_rls_and_learns_from_feedback(
         other = tenant_client()
         with db.tenant_transaction(getattr(other, "tenant")) as cur:  # noqa: B009
             cur.execute("SELECT count(*) AS n FROM causes_calibration")
-            assert cur.fetchone()["n"] == 0  # RLS: the other tenant sees none of it
+            row = cur.fetchone()
+            assert row is not None and row["n"] == 0  # RLS: the other tenant sees none of it
         with db.tenant_transaction(getattr(client, "tenant")) as cur:  # noqa: B009
             cur.execute("SELECT questions FROM causes_calibration")
             assert [r["questions"] for r in cur.fetchall()] == [after]

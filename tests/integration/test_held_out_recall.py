@@ -71,4 +71,9 @@ def test_a_chinese_paraphrase_without_a_service_finds_the_english_record(tenant_
     families = _learn(client)
     text = "订单接口大量超时，所有工作线程都卡在等待数据库连接，连接池被占满"
     answer = client.briefing({"text": text, "explain": True})
-    assert answer["hints"] and answer["hints"][0]["family_id"] == families["HO-POOL"], answer["hints"]
+    top = answer["causes"][0]  # v1.3: the cause leads; a hint only where the tiny history makes it pay
+    assert top["category"] == "thread_or_connection_pool_exhaustion", answer["causes"]
+    assert top["probability"] > top["prior"]
+    assert all(h["family_id"] == families["HO-POOL"] for h in answer["hints"][:1])
+    found = client.request("POST", "/v1/records/search", json={"query": text})["records"]
+    assert found and found[0]["family_id"] == families["HO-POOL"]

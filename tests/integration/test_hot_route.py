@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.api.app import create_app
 from services.api.hot_route import HotRoute
+from services.api.middleware import SecurityHeaders
 from services.common.settings import Settings
 from tests.conftest import TenantFactory
 from tests.factories import resolved_incident
@@ -33,18 +34,20 @@ def client(settings: Settings) -> Iterator[TestClient]:
 
 def hot_route(client: TestClient) -> HotRoute:
     stack = client.app.middleware_stack  # type: ignore[attr-defined]
-    assert isinstance(stack, HotRoute)
-    return stack
+    assert isinstance(stack, SecurityHeaders)  # outermost: its headers on every answer
+    assert isinstance(stack.app, HotRoute)
+    return stack.app
 
 
 def answer(client: TestClient, generic: bool, **request: Any) -> tuple[int, Any, set[str]]:
     app: Any = client.app
+    stack = app.middleware_stack
     hot = hot_route(client)
-    app.middleware_stack = hot.generic if generic else hot
+    app.middleware_stack = SecurityHeaders(hot.generic if generic else hot)  # the same outermost headers on both
     try:
         r = client.request(**request)
     finally:
-        app.middleware_stack = hot
+        app.middleware_stack = stack
     body = r.json()
     if isinstance(body, dict):
         body.pop("briefing_id", None)

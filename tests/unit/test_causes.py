@@ -108,11 +108,16 @@ def test_the_evidence_set_never_costs_more_expected_checks_than_the_base_rate_or
     priors_raw = {c: rng.random() for c in cats}
     priors = {c: v / sum(priors_raw.values()) * (1 - p_new) for c, v in priors_raw.items()}
     chosen = choose_evidence(p, priors, p_new, cats)
-    sure = [c for c in cats if p[c] >= causes.MIN_SURE and p[c] >= 2 * priors[c]]
+    sure = [c for c in cats if p[c] >= max(causes.MIN_SURE, (1 + priors[c]) / 2)]
     if not sure:  # the greedy alone only ever lowers the expected checks
         assert expected_checks(chosen, p, priors, p_new) <= expected_checks([], p, priors, p_new) + 1e-9
     assert all(p[c] > priors[c] for c in chosen)
     assert chosen == sorted(chosen, key=lambda c: (-p[c], c))
+
+
+def test_a_dominant_cause_made_near_certain_is_marked() -> None:
+    assert choose_evidence({"pool": 0.97, "dns": 0.01}, {"pool": 0.8, "dns": 0.1}, 0.02, ["pool"]) == ["pool"]
+    assert choose_evidence({"pool": 0.85, "dns": 0.05}, {"pool": 0.8, "dns": 0.1}, 0.02, ["pool"]) == []
 
 
 def test_the_base_rates_first_cause_is_not_marked_for_modest_evidence() -> None:
