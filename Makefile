@@ -49,6 +49,7 @@ replay: up  ## scenario corpora, real postmortems vs BM25/embedding, memory-on/o
 	$(PY) -m replay run replay/scenarios --report replay/results/corpus.json
 	$(PY) -m replay realworld --report replay/results/realworld.json
 	$(PY) -m replay gate --corpus-report replay/results/corpus.json
+	$(PY) -m replay.charts  # the PNGs docs/evaluation.md embeds
 
 bench: up  ## benchmarks; every figure of the run in one bench/results/make-bench-<time>.json and a table
 	@date +%s > .bench-started
