@@ -13,11 +13,9 @@ anything: `calibration.choose` does.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -37,6 +35,7 @@ from services.briefing.calibration import (
     recurrence_rate,
 )
 from services.briefing.rank import rank
+from services.briefing.tenant_runs import TenantRuns
 from services.common.auth import Principal
 from services.common.db import Cursor, Row
 from services.lexicon import index as lexical
@@ -45,7 +44,6 @@ from services.memory import records as memory_records
 if TYPE_CHECKING:
     from services.briefing.service import BriefingService
 
-log = logging.getLogger("opslore.briefing.calibration")
 
 _READ = "SELECT min_relevance, records, status FROM briefing_calibration WHERE model = %s"
 _WRITE = """
@@ -78,9 +76,8 @@ class Calibrator:
         self.ttl = ttl
         self.min_interval = min_interval
         self._read: dict[tuple[str, str], tuple[float, float | None, int | None]] = {}
-        self._started: dict[str, float] = {}
         self._lock = threading.Lock()
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opslore-calibration")
+        self.runs = TenantRuns("calibration", min_interval)
 
     def threshold(self, cur: Cursor, tenant: str, model: str) -> float | None:
         """The tenant's calibrated abstention point for `model`, or None (no calibration, or insufficient)."""
@@ -104,19 +101,13 @@ class Calibrator:
         with self._lock:
             hit = self._read.get((tenant, model))
             known = hit[2] if hit else None
-            if known is not None and abs(records - known) < max(10, known // 10):
-                return
-            if time.monotonic() - self._started.get(tenant, -1e9) < self.min_interval:
-                return
-            self._started[tenant] = time.monotonic()
-        self._thread.submit(self._run_logged, tenant)
+        if known is not None and abs(records - known) < max(10, known // 10):
+            return
+        self.runs.start(tenant, self._summary)
 
-    def _run_logged(self, tenant: str) -> None:
-        try:
-            model, result = self.run(tenant)
-            log.info("calibrated %s (%s): %s", tenant, model, {k: v for k, v in asdict(result).items() if k != "curve"})
-        except Exception:
-            log.warning("calibration of %s failed", tenant, exc_info=True)
+    def _summary(self, tenant: str) -> dict[str, Any]:
+        model, result = self.run(tenant)
+        return {"model": model, **{k: v for k, v in asdict(result).items() if k != "curve"}}
 
     def run(self, tenant: str, now: datetime | None = None) -> tuple[str, Calibration]:
         """Calibrate `tenant` now (leave-one-out over its approved records) and store the result."""
@@ -165,4 +156,4 @@ class Calibrator:
             self._read.pop((tenant, model), None)
 
     def close(self) -> None:
-        self._thread.shutdown(wait=False, cancel_futures=True)
+        self.runs.close()

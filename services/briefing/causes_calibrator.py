@@ -15,12 +15,10 @@ tenth (or 10 records) since the last run, or feedback arrived. Nothing here deci
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -35,6 +33,7 @@ from services.briefing.calibrator import question_of
 from services.briefing.causes import NEW, CausesModel, Question, TenantHistory
 from services.briefing.history import group_uncategorised
 from services.briefing.rank import rank
+from services.briefing.tenant_runs import TenantRuns
 from services.common.auth import Principal
 from services.common.db import Cursor, Row
 from services.memory import records as memory_records
@@ -42,7 +41,6 @@ from services.memory import records as memory_records
 if TYPE_CHECKING:
     from services.briefing.service import BriefingService
 
-log = logging.getLogger("opslore.briefing.causes")
 
 SAMPLE = 300  # newest records asked per run (~40 ms each with the embedding)
 FEEDBACK_SAMPLE = 500
@@ -115,9 +113,8 @@ class CausesCalibrator:
         self.ttl = ttl
         self.min_interval = min_interval
         self._read: dict[tuple[str, str], tuple[float, CausesModel | None, int | None]] = {}
-        self._started: dict[str, float] = {}
         self._lock = threading.Lock()
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opslore-causes")
+        self.runs = TenantRuns("causes-calibration", min_interval)
 
     def model(self, cur: Cursor, tenant: str, ranker_model: str) -> CausesModel:
         """The tenant's calibrated causes model for `ranker_model`, else the shipped one."""
@@ -142,20 +139,10 @@ class CausesCalibrator:
             return
         with self._lock:
             hit = self._read.get((tenant, ranker_model))
-            known = hit[2] if hit else None
-            if hit is None or (known is not None and abs(records - known) < max(10, known // 10)):
-                return
-            if time.monotonic() - self._started.get(tenant, -1e9) < self.min_interval:
-                return
-            self._started[tenant] = time.monotonic()
-        self._thread.submit(self._run_logged, tenant)
-
-    def _run_logged(self, tenant: str) -> None:
-        try:
-            name, _, report = self.run(tenant)
-            log.info("causes calibrated %s (%s): %s", tenant, name, report)
-        except Exception:
-            log.warning("causes calibration of %s failed", tenant, exc_info=True)
+        known = hit[2] if hit else None
+        if hit is None or (known is not None and abs(records - known) < max(10, known // 10)):
+            return
+        self.runs.start(tenant, lambda t: self.run(t)[2])
 
     def questions(self, tenant: str, now: datetime | None = None) -> tuple[str, list[Question], int]:
         """(ranker model, the tenant's lived questions oldest first, its active records)."""
@@ -235,7 +222,7 @@ class CausesCalibrator:
             self._read.pop((tenant, model), None)
 
     def close(self) -> None:
-        self._thread.shutdown(wait=False, cancel_futures=True)
+        self.runs.close()
 
 
 def evaluate(questions: Sequence[Question], models: dict[str, CausesModel]) -> dict[str, Any]:

@@ -1,0 +1,42 @@
+"""TenantRuns: a process's background runs of one kind of per-tenant job (a calibration), on one thread.
+
+`start(tenant, job)` submits `job(tenant)` unless a run for that tenant started less than `min_interval` seconds
+ago; a failure is logged with the tenant and never reaches the briefing that started it. Both calibrations of the
+briefing (`calibrator`: the abstention point, `causes_calibrator`: the causes model) start their runs through it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+
+class TenantRuns:
+    def __init__(self, name: str, min_interval: float) -> None:
+        self.name = name
+        self.min_interval = min_interval
+        self._started: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"opslore-{name}")
+        self._log = logging.getLogger(f"opslore.briefing.{name}")
+
+    def start(self, tenant: str, job: Callable[[str], object]) -> bool:
+        """Submit `job(tenant)` unless one started within `min_interval`; whether it was submitted."""
+        with self._lock:
+            if time.monotonic() - self._started.get(tenant, -1e9) < self.min_interval:
+                return False
+            self._started[tenant] = time.monotonic()
+        self._thread.submit(self._logged, tenant, job)
+        return True
+
+    def _logged(self, tenant: str, job: Callable[[str], object]) -> None:
+        try:
+            self._log.info("%s of %s: %s", self.name, tenant, job(tenant))
+        except Exception:
+            self._log.warning("%s of %s failed", self.name, tenant, exc_info=True)
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=False, cancel_futures=True)
