@@ -60,6 +60,7 @@ bench: up  ## benchmarks; every figure of the run in one bench/results/make-benc
 	$(PY) -m bench.projector_scaleout  # projector events/s with 1, 2 and 6 processes, identical projections
 	$(PY) -m bench.fairness  # tenant A at 10x the load of tenant B: B's p95 against alone, A's 429s
 	$(PY) -m bench.summary --since $$(cat .bench-started)
+	$(PY) -m bench.charts  # docs/images/latency-by-size.png
 
 chaos: up  ## fuzz every endpoint from the OpenAPI schema (schemathesis; fails on any 5xx); outages run in make test
 	$(PY) -m pip install -q --disable-pip-version-check 'schemathesis>=4.3'
