@@ -18,8 +18,9 @@ from tests.integration.governed import GovernedServices, draft, reviewer, seed_c
 pytestmark = pytest.mark.integration
 
 
-def approve(svc: GovernedServices, tenant: str, category: str, service: str = "ledger-db") -> tuple[uuid.UUID, str]:
-    d = draft(category, service, signal="disk_usage_high", summary=f"ledger volume: {category}")
+def approve(svc: GovernedServices, tenant: str, category: str, service: str = "ledger-db",
+            signal: str = "disk_usage_high") -> tuple[uuid.UUID, str]:
+    d = draft(category, service, signal=signal, summary=f"ledger volume: {category}")
     family = svc.review.approve(reviewer(tenant), seed_candidate(svc.db, tenant, d), note=None, edits=None).family_id
     return family, d.source_incidents[0]
 
@@ -43,10 +44,17 @@ def test_every_alert_name_is_answered_only_from_active_records_of_the_tenant(
     assert categories(svc, tenant, []) == {}
 
 
+def dominant_disk_history(svc: GovernedServices, tenant: str) -> str:
+    """Disk-full five times (a family each), WAL retention once, all under one alert: v1.3 sends a hint where
+    the evidence makes its cause near-certain, and a tenant of two incidents would get none."""
+    for service in ("ledger-db", "archive-db", "orders-db", "billing-db", "audit-db"):
+        approve(svc, tenant, "disk_full", service)
+    return approve(svc, tenant, "wal_retention", signal="wal_segments_retained")[1]
+
+
 def test_a_hint_names_the_alerts_other_root_causes(svc: GovernedServices) -> None:
     tenant = f"ac-{uuid.uuid4().hex[:8]}"
-    approve(svc, tenant, "disk_full")
-    _, wal = approve(svc, tenant, "wal_retention")
+    wal = dominant_disk_history(svc, tenant)
     answer = svc.briefing.brief(reviewer(tenant, "agent"), BriefingRequest(
         text="ledger volume disk_full", alert={"name": "Alert"}, services=["ledger-db"], signals=["disk_usage_high"]))
     top = answer.hints[0]
@@ -59,8 +67,7 @@ def test_hints_under_an_alert_the_question_did_not_name_still_get_its_other_root
         svc: GovernedServices) -> None:
     """The question's alert is read ahead with the first round trip; a hint's other alert name is read after."""
     tenant = f"ac-{uuid.uuid4().hex[:8]}"
-    approve(svc, tenant, "disk_full")
-    _, wal = approve(svc, tenant, "wal_retention")
+    wal = dominant_disk_history(svc, tenant)
     answer = svc.briefing.brief(reviewer(tenant, "agent"), BriefingRequest(
         text="ledger volume disk_full", alert={"name": "SomeOtherAlert"}, services=["ledger-db"],
         signals=["disk_usage_high"]))

@@ -87,5 +87,5 @@ def test_the_client_wheel_alone_runs_the_five_verbs(tenant_client: TenantFactory
     out = json.loads(run.stdout)
     assert len(out["accepted"]) == 1 and out["feedback"]
     assert out["hint_families"][0] == str(family) and out["search"][0] == str(family)
-    assert out["episode"] == ["pool at 100%"] and out["rendered"].startswith("Past incidents")
+    assert out["episode"] == ["pool at 100%"] and "Past incidents" in out["rendered"]
     assert out["server_packages"] == [], out["server_packages"]
