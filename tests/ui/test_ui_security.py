@@ -4,29 +4,21 @@ of it (frame-ancestors 'none' and X-Frame-Options: DENY)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import partial
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from services.api.middleware import UI_CSP
 from services.common.settings import Settings
 from tests.conftest import TenantFactory
 from tests.factories import resolved_incident
 from tests.integration.helpers import eventually
-from tests.ui.test_review_ui import CHROMIUM_ARGS, log_in
+from tests.ui.test_review_ui import browser, log_in
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+__all__ = ["browser"]  # the module-scoped Chromium fixture
 
 
 def test_the_headers_are_on_ui_and_api_answers(settings: Settings) -> None:
