@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.briefing.causes import NEW, TenantHistory
+from services.briefing.causes import NEW, TenantHistory, brier
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,6 @@ def forecast(a: Asked, priors: Mapping[str, float]) -> dict[str, float]:
     unlisted = {c: priors[c] for c in priors if c not in listed}
     mass = sum(unlisted.values())
     return {**listed, **{c: a.rest * v / mass if mass else 0.0 for c, v in unlisted.items()}}
-
-
-def brier(p: Mapping[str, float], p_new: float, truth: str) -> float:
-    return sum((v - (1.0 if c == truth else 0.0)) ** 2 for c, v in p.items()) + (p_new - (truth == NEW)) ** 2
 
 
 def auc(positives: Sequence[float], negatives: Sequence[float]) -> float | None:

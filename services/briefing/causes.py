@@ -135,10 +135,7 @@ class CauseEvidence:
     """What the ranking of every candidate says for one cause."""
 
     relevance: float  # the best fused relevance among its records
-    text: float  # the best text model probability among its records
     identity: float  # the best identity match (alert, signals, entities; not the service) among its records
-    share: float  # its records' share of the candidates' relevance mass
-    top: bool  # it holds the best candidate
     families: tuple[str, ...] = ()  # its records, best first
 
     def vector(self) -> np.ndarray:
@@ -152,7 +149,6 @@ class Candidate:
     cause: str
     family: str
     relevance: float
-    text: float
     identity: float
 
 
@@ -160,13 +156,13 @@ IDENTITY_CHANNELS = ("alert", "signal", "entity")
 
 
 def candidate(cause: str, scored: Scored) -> Candidate:
-    """A ranked record as causes read it: its fused relevance, its text probability and its identity match (the
-    noisy-OR of the alert, signal and entity channels at the ranker's weights)."""
+    """A ranked record as causes read it: its fused relevance and its identity match (the noisy-OR of the alert,
+    signal and entity channels at the ranker's weights)."""
     miss = 1.0
     for name in IDENTITY_CHANNELS:
         miss *= 1.0 - STRUCTURED[name] * scored.channels.get(name, 0.0)
     return Candidate(cause=cause, family=str(scored.facts.family_id), relevance=scored.relevance,
-                     text=scored.channels.get("text", 0.0), identity=1.0 - miss)
+                     identity=1.0 - miss)
 
 
 def gather(candidates: Iterable[Candidate]) -> dict[str, CauseEvidence]:
@@ -174,20 +170,14 @@ def gather(candidates: Iterable[Candidate]) -> dict[str, CauseEvidence]:
     by: dict[str, list[Candidate]] = {}
     for c in candidates:
         by.setdefault(c.cause, []).append(c)
-    mass = {cause: sum(c.relevance for c in cs) for cause, cs in by.items()}
-    total = sum(mass.values())
-    best = {cause: max(c.relevance for c in cs) for cause, cs in by.items()}
-    leader = max(best, key=lambda c: (best[c], c)) if best else None
     out = {}
     for cause in sorted(by):
         fams: list[str] = []
         for c in sorted(by[cause], key=lambda c: (-c.relevance, c.family)):
             if c.family not in fams:
                 fams.append(c.family)
-        out[cause] = CauseEvidence(relevance=best[cause], text=max(c.text for c in by[cause]),
-                                   identity=max(c.identity for c in by[cause]),
-                                   share=mass[cause] / total if total > 0 else 0.0, top=cause == leader,
-                                   families=tuple(fams))
+        out[cause] = CauseEvidence(relevance=max(c.relevance for c in by[cause]),
+                                   identity=max(c.identity for c in by[cause]), families=tuple(fams))
     return out
 
 

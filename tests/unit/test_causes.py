@@ -29,8 +29,7 @@ from services.briefing.render import render_causes
 
 
 def ev(relevance: float, identity: float = 0.0, families: tuple[str, ...] = ("f",)) -> CauseEvidence:
-    return CauseEvidence(relevance=relevance, text=relevance, identity=identity, share=0.0, top=False,
-                         families=families)
+    return CauseEvidence(relevance=relevance, identity=identity, families=families)
 
 
 def expected_checks(chosen: list[str], p: dict[str, float], priors: dict[str, float], p_new: float) -> float:
