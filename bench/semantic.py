@@ -6,11 +6,10 @@ service-instance lines appended) and gives every record version the pool vector 
 variant plus small deterministic Gaussian noise, re-normalised (`write_vectors` stores them in
 `version_vectors` under the model key the API serves). Questions are embedded for real at request time.
 
-`hnsw_recall`: HNSW answers (services.briefing.vectors.TenantVectors above HNSW_FROM) against the exact
-scan. `reindex_bench`: records/s of services.briefing.semantic.reindex (what `opslore index
-reindex-semantic` runs) on records whose texts are the real-world postmortem corpus's. `ApiServer`: an API
-process of its own (2 workers) over the bench database, whose CPU time is read from /proc.
-"""
+`hnsw_recall`: the HNSW answers of a snapshot's graph (services.briefing.snapshots) against the exact scan.
+`reindex_bench`: records/s of services.briefing.semantic.reindex (what `opslore index reindex-semantic` runs) on
+records whose texts are the real-world postmortem corpus's. `ApiServer`: an API process of its own (2 workers) over
+the bench database, whose CPU time is read from /proc. """
 
 from __future__ import annotations
 
@@ -38,7 +37,7 @@ from bench.load import closed_loop
 from schemas.memory import EvidenceRef, VersionContent
 from services.briefing.embedding import Embedder
 from services.briefing.semantic import RECALL_K, SemanticIndex, model_key, reindex, semantic_text
-from services.briefing.vectors import HNSW_FROM, TenantVectors
+from services.briefing.snapshots import DTYPE, index_for
 from services.common.db import Database
 from services.memory.records import content_hash
 
@@ -134,35 +133,44 @@ def write_vectors(cur: psycopg.Cursor[Any], tenant: str, model: str, keys: list[
 
 # ---------------------------------------------------------------- HNSW against the exact scan
 def hnsw_recall(vectors: NDArray[np.float32], queries: NDArray[np.float32], k: int = 10) -> dict[str, Any]:
-    """recall@k of TenantVectors.search (HNSW at this size) against TenantVectors.exact, and both latencies;
-    also recall at the briefing's own depth (RECALL_K) and how close the missed neighbours were (the mean
-    cosine of HNSW's k-th answer against the exact k-th)."""
-    assert len(vectors) >= HNSW_FROM, "below HNSW_FROM only the exact scan serves"
-    tv = TenantVectors("bench", vectors.shape[1])
+    """recall@k of a snapshot's HNSW graph (services.briefing.snapshots: half-precision vectors, as the snapshot
+    builder makes them) against the exact float32 scan, and both latencies; also recall at the briefing's own
+    depth (RECALL_K), how close the missed neighbours were (the mean cosine of HNSW's k-th answer against the
+    exact k-th), and the snapshot's bytes per vector on disk (graph and vectors; keys add 28)."""
+    import tempfile
+
+    index = index_for(vectors.shape[1])
     start = time.perf_counter()
-    for lo in range(0, len(vectors), 10_000):
-        chunk = vectors[lo:lo + 10_000]
-        tv.add([(lo + j + 1, uuid.UUID(int=lo + j + 1), 1, v.tolist()) for j, v in enumerate(chunk)])
+    index.add(np.arange(len(vectors), dtype=np.uint64), vectors)
     build = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as where:
+        index.save(f"{where}/i.usearch")
+        size = os.path.getsize(f"{where}/i.usearch")
+
+    def exact(q: NDArray[np.float32], n: int) -> list[int]:
+        return [int(i) for i in np.argsort(-(vectors @ q), kind="stable")[:n]]
+
     hits, deep_hits, kth_approx, kth_exact, hnsw_ms, exact_ms = 0, 0, [], [], [], []
     for q in queries:
         t0 = time.perf_counter()
-        approx = tv.search(q, k)
+        found = index.search(q, k)
         t1 = time.perf_counter()
-        exact = tv.exact(q, k)
+        truth = exact(q, k)
         t2 = time.perf_counter()
-        hits += len({key for key, _ in approx} & {key for key, _ in exact})
-        kth_approx.append(approx[-1][1])
-        kth_exact.append(exact[-1][1])
+        hits += len({int(x) for x in found.keys} & set(truth))
+        kth_approx.append(float(vectors[int(found.keys[-1])] @ q))
+        kth_exact.append(float(vectors[truth[-1]] @ q))
         hnsw_ms.append((t1 - t0) * 1000)
         exact_ms.append((t2 - t1) * 1000)
-        deep_hits += len({key for key, _ in tv.search(q, RECALL_K)} & {key for key, _ in tv.exact(q, RECALL_K)})
-    return {"vectors": len(vectors), "queries": len(queries), "k": k,
+        deep_hits += len({int(x) for x in index.search(q, RECALL_K).keys} & set(exact(q, RECALL_K)))
+    return {"vectors": len(vectors), "queries": len(queries), "k": k, "dtype": DTYPE,
             f"recall_at_{k}": round(hits / (k * len(queries)), 4),
             f"recall_at_{RECALL_K}": round(deep_hits / (RECALL_K * len(queries)), 4),
             "cosine_of_kth_hnsw_vs_exact": [round(float(np.mean(kth_approx)), 4), round(float(np.mean(kth_exact)), 4)],
             "build_seconds": round(build, 1), "hnsw_search_ms_p50": round(float(np.median(hnsw_ms)), 3),
-            "exact_scan_ms_p50": round(float(np.median(exact_ms)), 3)}
+            "exact_scan_ms_p50": round(float(np.median(exact_ms)), 3),
+            "index_bytes_per_vector": round(size / len(vectors), 1),
+            "float32_bytes_per_vector": 4 * vectors.shape[1]}
 
 
 def unit_vectors(rng: np.random.Generator, n: int, dims: int) -> NDArray[np.float32]:
@@ -205,12 +213,13 @@ def real_contents(count: int) -> list[VersionContent]:
     return out
 
 
-def insert_versions(db_url: str, tenant: str, contents: list[VersionContent]) -> None:
+def insert_versions(db_url: str, tenant: str, contents: list[VersionContent], first: int = 0) -> None:
+    """Approved versions (family `uuid5(tenant/i)`, i from `first`), written straight to the tables."""
     cols = ["tenant", "family_id", "version", "project", *VersionContent.model_fields, "content_hash",
             "created_by", "state"]
     sql = f"INSERT INTO memory_versions ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})"
     fams, rows = [], []
-    for i, content in enumerate(contents):
+    for i, content in enumerate(contents, start=first):
         fid = uuid.uuid5(uuid.NAMESPACE_OID, f"{tenant}/{i}")
         data = content.model_dump(mode="python")
         for col in ("evidence", "verify_with", "trust_mix"):

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Brings the whole local stack up or down: Kafka, PostgreSQL (+ migrations), topics, API, projector.
+# Brings the whole local stack up or down: Kafka, PostgreSQL (+ migrations), topics, API, projector, and the
+# semantic index snapshot builder (indexer).
 # `stack.sh up` returns when everything is healthy and prints the URL; re-running it is safe.
 # `stack.sh down` stops only what `up` started (pid files under $OPSLORE_STATE_DIR).
 set -euo pipefail
@@ -31,6 +32,7 @@ up() {
   fi
   start_bg api $PY -m services.cli.main api
   start_bg projector $PY -m services.cli.main projector run
+  start_bg indexer $PY -m services.cli.main index snapshots
   WAIT_SECONDS=60 wait_for api_ready || { log "API did not become healthy"; tail -n 40 "$run/api.log" >&2; exit 1; }
   pid_alive "$run/projector.pid" || { log "projector died"; tail -n 40 "$run/projector.log" >&2; exit 1; }
   log "stack up in $(( $(date +%s) - t0 ))s: http://127.0.0.1:$OPSLORE_API_PORT (admin token from OPSLORE_ADMIN_TOKEN)"
@@ -38,6 +40,7 @@ up() {
 }
 
 down() {
+  stop_pidfile "$run/indexer.pid" indexer
   stop_pidfile "$run/projector.pid" projector
   stop_pidfile "$run/api.pid" api
   "$here/kafka.sh" stop
@@ -48,8 +51,9 @@ case "${1:-up}" in
   up) up ;;
   down) down ;;
   restart-app)
-    stop_pidfile "$run/projector.pid" projector; stop_pidfile "$run/api.pid" api
+    stop_pidfile "$run/projector.pid" projector; stop_pidfile "$run/api.pid" api; stop_pidfile "$run/indexer.pid" indexer
     start_bg api $PY -m services.cli.main api; start_bg projector $PY -m services.cli.main projector run
+    start_bg indexer $PY -m services.cli.main index snapshots
     WAIT_SECONDS=60 wait_for api_ready ;;
   status) api_ready && pid_alive "$run/projector.pid" && "$here/kafka.sh" status && "$here/postgres.sh" status ;;
   *) echo "usage: $0 up|down|restart-app|status" >&2; exit 2 ;;

@@ -31,6 +31,8 @@ from services.api.middleware import RequestGuard, RequestTiming, SecurityHeaders
 from services.api.routes import BRIEFING_ROUTE, router
 from services.briefing.semantic import SemanticIndex, make_embedder
 from services.briefing.service import BriefingService
+from services.briefing.snapshots import SnapshotStore
+from services.briefing.vectors import VectorIndexes
 from services.collectors.kubernetes import KubernetesCollector, api_client
 from services.collectors.prometheus import PrometheusCollector
 from services.collectors.signals import load_rules
@@ -62,7 +64,8 @@ def build_services(settings: Settings) -> Services:
     ensure_topics(settings)
     gateway = LedgerGateway(producer_factory(settings, "opslore-gateway"), settings.topic)
     embedder = make_embedder(settings.embedding)
-    semantic = SemanticIndex(embedder) if embedder is not None else None
+    semantic = SemanticIndex(embedder, VectorIndexes(SnapshotStore(settings.index_dir))) \
+        if embedder is not None else None
     memory = MemoryService(db, semantic)
     briefing = BriefingService(db, settings, gateway, semantic)
     review = ReviewService(db, memory)

@@ -3,11 +3,12 @@
 Write side: `index_version` stores a version's vector under `model_key(embedder)` in the caller's transaction
 (PostgreSQL is the source of truth, under RLS). Read side: `embed_question` embeds a question once (an LRU
 remembers repeated questions: the same alert fires again and again), before any transaction is opened;
-`recall` finds the tenant's nearest versions through the process's `VectorIndexes` (HNSW, `vectors`), and
-`cosines` scores the other branches' candidates against the same question vector. Maintenance: `reindex` fills
-a model's vectors for every current version of a tenant, in batches, and, when asked and complete, makes it
-the tenant's active model; until then briefings keep serving the old one (and, from a process whose embedder
-is not the active model, answer lexically).
+`searchable` gives the tenant's vectors as the process holds them (`VectorIndexes`: the memory-mapped snapshot the
+`opslore index snapshots` process builds, and an exact scan of newer rows; `vectors`), whose `search` finds the
+versions nearest to the question and whose `cosines` scores the other branches' candidates against it.
+Maintenance: `reindex` fills a model's vectors for every current version of a tenant, in batches, and, when asked
+and complete, makes it the tenant's active model; until then briefings keep serving the old one (and, from a
+process whose embedder is not the active model, answer lexically).
 Any failure of the embedder is the caller's cue to answer lexically and report `degraded: ["embedding"]`.
 """
 
@@ -26,7 +27,7 @@ from schemas.ledger import Trust
 from schemas.memory import VersionContent
 from services.briefing.cache import VersionKey
 from services.briefing.embedding import Embedder, HashingNgramEmbedder, MultilingualE5Embedder
-from services.briefing.vectors import VectorIndexes
+from services.briefing.vectors import TenantSemantic, VectorIndexes
 from services.common.db import Cursor, Database
 from services.memory import records as memory_records
 
@@ -101,14 +102,16 @@ class SemanticIndex:
         """Whether the tenant's active model is this process's (else the question's vector cannot be compared)."""
         return self.active_model(cur) == self.model
 
+    def searchable(self, cur: Cursor, tenant: str) -> TenantSemantic:
+        """The tenant's vectors of this model, current as of the caller's transaction: `search(question, k)` gives
+        the nearest versions (any state: the caller keeps the current ones), `cosines` scores chosen ones.
+        Raises `SemanticIndexNotReady` for a large tenant without a snapshot yet."""
+        return self.indexes.current(cur, tenant, self.model, self.embedder.dims)
+
     def recall(self, cur: Cursor, tenant: str, question: NDArray[np.float32],
                k: int = RECALL_K) -> list[tuple[VersionKey, float]]:
-        """The tenant's `k` versions nearest to the question (any state: the caller keeps the current ones)."""
-        return self.indexes.current(cur, tenant, self.model, self.embedder.dims).search(question, k)
-
-    def cosines(self, cur: Cursor, tenant: str, question: NDArray[np.float32],
-                keys: list[VersionKey]) -> dict[VersionKey, float]:
-        return self.indexes.current(cur, tenant, self.model, self.embedder.dims).cosines(question, keys)
+        """The tenant's `k` versions nearest to the question."""
+        return self.searchable(cur, tenant).search(question, k)
 
 
 def reindex(db: Database, index: SemanticIndex, tenant: str, *, activate: bool, batch: int = 32,

