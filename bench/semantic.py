@@ -291,15 +291,19 @@ def tree_cpu_seconds(pid: int) -> float:
 class ApiServer:
     """`opslore api --workers N` over the bench database (its own port), started and stopped by the bench."""
 
-    def __init__(self, db_url: str, embedding: str, workers: int = 2, omp_threads: int | None = None) -> None:
+    def __init__(self, db_url: str, embedding: str, workers: int = 2, omp_threads: int | None = None,
+                 index_dir: str | None = None) -> None:
         """`omp_threads`: OMP_NUM_THREADS of the server's processes (read when OpenMP loads, at import of usearch
-        and of the e5 engine); None: as the environment has it (unset: one OpenMP thread per core)."""
+        and of the e5 engine); None: as the environment has it (unset: one OpenMP thread per core). `index_dir`:
+        where its processes find the semantic index snapshots (OPSLORE_INDEX_DIR)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.embedding, self.workers = embedding, workers
         env = os.environ | {"OPSLORE_DATABASE_URL": db_url, "OPSLORE_EMBEDDING": embedding,
                             "OPSLORE_API_WORKERS": str(workers), "OPSLORE_API_PORT": str(self.port)}
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        if index_dir is not None:
+            env["OPSLORE_INDEX_DIR"] = index_dir
         if omp_threads is not None:
             env["OMP_NUM_THREADS"] = str(omp_threads)
         self.log = Path(f"/tmp/bench-api-{self.port}.log")
@@ -332,8 +336,9 @@ class ApiServer:
 
 
 @contextmanager
-def api_server(db_url: str, embedding: str, workers: int = 2, omp_threads: int | None = None) -> Iterator[ApiServer]:
-    server = ApiServer(db_url, embedding, workers, omp_threads)
+def api_server(db_url: str, embedding: str, workers: int = 2, omp_threads: int | None = None,
+               index_dir: str | None = None) -> Iterator[ApiServer]:
+    server = ApiServer(db_url, embedding, workers, omp_threads, index_dir)
     try:
         yield server
     finally:
