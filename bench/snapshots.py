@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from bench.run import OUT, as_json, drop_database, fresh_database, load_records, log, percentiles, queries
 from bench.semantic import VectorPool, _children, api_server, concurrent, sequential
 from services.briefing.semantic import make_embedder, model_key
@@ -81,7 +83,7 @@ def main() -> None:
     started = time.perf_counter()
     doc: dict[str, Any] = {"started_at": datetime.now(UTC).isoformat(), "machine": {"cpus": os.cpu_count()},
                            "model": model, "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
-    db_url, _ = fresh_database(settings)
+    db_url, owner_url = fresh_database(settings)
     root = Path(settings.index_dir) / f"bench-{int(time.time())}"
     store = SnapshotStore(root)
     try:
@@ -102,6 +104,10 @@ def main() -> None:
                            "bytes_per_record": round(size / n, 1), "float32_vector_bytes": 4 * embedder.dims}
             log(f"snapshots: {tenant} built in {build_s:.1f}s, {size / n:.0f} bytes/record")
         db.close()
+        with psycopg.connect(owner_url, autocommit=True) as conn:  # steady state, not the bulk load's statistics
+            conn.execute("VACUUM (ANALYZE) memory_versions, memory_families, version_search, lexeme_stats,"
+                         " search_corpus, version_vectors")
+            conn.execute("CHECKPOINT")
         large = LARGE_TENANT[0]
         for label, tenant, keep in (("small_with_snapshot", SMALL_TENANT[0], True),
                                     ("large_with_snapshot", large, True), ("large_without_snapshot", large, False)):

@@ -212,6 +212,22 @@ class BriefingService:
         return CausesCalibrationView(model=name, causes_model=fitted.to_json(), questions=report["questions"],
                                      report=report)
 
+    def calibrate_stale(self, tenant: str) -> None:
+        """What a briefing of `tenant` would start when its calibrations are missing or its history moved, started
+        here: by the background owner (`opslore index snapshots`) for the tenants whose memory changed, on its own
+        thread (`TenantRuns`), so that API processes spend their CPU on briefings (OPSLORE_CALIBRATION_RUNS_IN)."""
+        with self.db.tenant_transaction(tenant) as cur:
+            docs = lexical.corpus_stats(cur, []).docs
+            name = self.policy(datetime.now(UTC), self.semantic is not None).model.name
+            records = self.histories.get(cur, tenant, None, docs).history.records
+            self.causes_calibrator.model(cur, tenant, name)  # what is stored, and for how many records
+            if self.settings.briefing_calibration:
+                self.calibrator.threshold(cur, tenant, name)
+        if self.settings.briefing_causes_calibration:
+            self.causes_calibrator.refresh_if_stale(tenant, name, records)
+        if self.settings.briefing_calibration:
+            self.calibrator.refresh_if_stale(tenant, name, docs)
+
     def close(self) -> None:
         """Settle the records of briefings already answered (graceful shutdown)."""
         self.settler.close()
@@ -264,7 +280,8 @@ class BriefingService:
         shipped = self.policy(now, found.similarities is not None)
         if not self.settings.briefing_calibration:
             return shipped
-        self.calibrator.refresh_if_stale(tenant, shipped.model.name, found.stats.docs)
+        if self.settings.calibration_runs_in == "api":
+            self.calibrator.refresh_if_stale(tenant, shipped.model.name, found.stats.docs)
         return self.policy(now, found.similarities is not None,
                            self.calibrator.threshold(cur, tenant, shipped.model.name))
 
@@ -307,7 +324,7 @@ class BriefingService:
             if (cause := history.cause_of(str(s.facts.family_id), s.facts.root_cause_category)) is not None)
         name = policy.model.name
         model = self.causes_calibrator.model(cur, tenant, name)
-        if self.settings.briefing_causes_calibration:
+        if self.settings.briefing_causes_calibration and self.settings.calibration_runs_in == "api":
             self.causes_calibrator.refresh_if_stale(tenant, name, history.history.records)
         return cause_model.answer(history.history, evidence, model, limit)
 

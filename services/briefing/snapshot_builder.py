@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -25,7 +26,7 @@ import numpy as np
 from prometheus_client import Counter, Gauge, Histogram
 
 from services.briefing.snapshots import IndexSnapshot, SnapshotMeta, SnapshotStore, index_for, key_rows
-from services.briefing.vectors import REREAD, read_rows
+from services.briefing.vectors import REREAD, VectorIndexes, read_rows
 from services.common.db import Cursor, Database
 from services.common.settings import Settings
 
@@ -60,7 +61,11 @@ def should_build(p: Pending) -> bool:
 
 
 class SnapshotBuilder:
-    def __init__(self, db: Database, store: SnapshotStore, default_model: str, dims: int) -> None:
+    def __init__(self, db: Database, store: SnapshotStore, default_model: str, dims: int,
+                 on_changed: Callable[[str], None] | None = None) -> None:
+        """`on_changed(tenant)`: called for each tenant a tick visits (its memory changed): the process's
+        calibrations (`BriefingService.calibrate_stale`)."""
+        self.on_changed = on_changed
         self.db = db
         self.store = store
         self.default_model = default_model
@@ -112,6 +117,11 @@ class SnapshotBuilder:
                 counts["failed"] += 1
                 self.behind.add(tenant)
                 log.exception("snapshot of tenant %s failed", tenant)
+            if self.on_changed is not None:
+                try:
+                    self.on_changed(tenant)
+                except Exception:
+                    log.exception("after the snapshot of tenant %s", tenant)
         return counts
 
     def refresh(self, tenant: str, full: bool = False, force: bool = False) -> SnapshotMeta | None:
@@ -175,45 +185,61 @@ class SnapshotBuilder:
                  time.perf_counter() - start)
         return meta
 
-    def timed_tick(self) -> dict[str, int]:
-        """`tick`, remembering when it last finished (the builder's readiness)."""
-        counts = self.tick()
-        self.last_tick = time.monotonic()
-        if counts["built"] or counts["failed"]:
-            log.info("snapshot tick: %s", counts)
-        return counts
-
-    last_tick: float | None = None
-
 
 TICK_JOB = "snapshot-tick"
 
 
 def run(settings: Settings) -> None:
-    """The `opslore index snapshots` process: an APScheduler job ticking every OPSLORE_INDEX_INTERVAL_SECONDS,
-    /metrics, /healthz and /readyz (PostgreSQL answers, a tick finished recently) on OPSLORE_INDEX_METRICS_PORT."""
+    """The `opslore index snapshots` process, the API's background owner: an APScheduler job ticking every
+    OPSLORE_INDEX_INTERVAL_SECONDS that builds the snapshots of the tenants whose vectors changed and starts their
+    stale calibrations (OPSLORE_CALIBRATION_RUNS_IN=worker; with the embedding off, a job visiting every tenant
+    each minute does only that); /metrics, /healthz and /readyz (PostgreSQL answers, a tick finished recently) on
+    OPSLORE_INDEX_METRICS_PORT."""
     from apscheduler.schedulers.blocking import BlockingScheduler
 
-    from services.briefing.semantic import make_embedder, model_key
+    from services.briefing.semantic import SemanticIndex, make_embedder, model_key
+    from services.briefing.service import BriefingService
     from services.common import logs
     from services.common.metrics_server import Readiness, database_check, serve_metrics
 
     logs.configure(settings.log_format)
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # a line per tick every few seconds is noise
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)  # a line per tick (or skipped tick) is noise
     embedder = make_embedder(settings.embedding)
-    if embedder is None:
-        log.info("OPSLORE_EMBEDDING=off: no semantic index to build")
-        return
-    db = Database(settings.database_url, max_size=2)
+    db = Database(settings.database_url, max_size=4)
     db.open()
-    builder = SnapshotBuilder(db, SnapshotStore(settings.index_dir), model_key(embedder), embedder.dims)
+    store = SnapshotStore(settings.index_dir)
+    semantic = SemanticIndex(embedder, VectorIndexes(store)) if embedder is not None else None
+    briefing = BriefingService(db, settings, semantic=semantic)
+    calibrate = briefing.calibrate_stale if settings.calibration_runs_in == "worker" else None
     interval = settings.index_interval_seconds
     scheduler = BlockingScheduler(timezone="UTC")
-    scheduler.add_job(builder.timed_tick, "interval", seconds=interval, id=TICK_JOB,
-                      next_run_time=datetime.now(UTC), max_instances=1, coalesce=True)
+    last: list[float] = []
+    if embedder is not None:
+        builder = SnapshotBuilder(db, store, model_key(embedder), embedder.dims, on_changed=calibrate)
+
+        def tick() -> None:
+            counts = builder.tick()
+            last[:] = [time.monotonic()]
+            if counts["built"] or counts["failed"]:
+                log.info("snapshot tick: %s", counts)
+    else:
+        builder = SnapshotBuilder(db, store, "", 0)
+        interval = max(interval, 60.0)
+
+        def tick() -> None:
+            for tenant in builder.tenants():
+                try:
+                    if calibrate is not None:
+                        calibrate(tenant)
+                except Exception:
+                    log.exception("calibrations of tenant %s", tenant)
+            last[:] = [time.monotonic()]
+
+    scheduler.add_job(tick, "interval", seconds=interval, id=TICK_JOB, next_run_time=datetime.now(UTC),
+                      max_instances=1, coalesce=True)
 
     def ready() -> Readiness:
-        age = None if builder.last_tick is None else time.monotonic() - builder.last_tick
+        age = time.monotonic() - last[0] if last else None
         recent = {"ok": age is not None and age < max(60.0, 10 * interval),
                   "seconds_since_last_tick": None if age is None else round(age, 1)}
         return Readiness({"postgresql": database_check(db), "tick": recent})
@@ -224,4 +250,5 @@ def run(settings: Settings) -> None:
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
+        briefing.close()
         db.close()

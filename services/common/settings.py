@@ -101,6 +101,11 @@ class Settings(BaseSettings):
         "background: every approved incident asked against what was approved before it, and its briefings' adopted "
         "and refuted feedback (services/briefing/causes_calibrator.py); off: the shipped model "
         "(services/briefing/data/causes.json)")
+    calibration_runs_in: Literal["worker", "api"] = Field(
+        "worker", description="who starts a tenant's calibration runs when its history moved: `worker`, the "
+        "background owner beside the API (`opslore index snapshots`, for the tenants whose memory changed), so that "
+        "API processes spend their CPU on briefings; `api`: the API process whose briefing noticed it (a "
+        "deployment without that process)")
     briefing_durable_commit: bool = Field(False, description="wait for the WAL flush when a briefing's record "
                                           "(its row and lineage edges) commits; off: a database crash can lose the "
                                           "records of the last ~0.6 s of briefings, never half of one")

@@ -235,3 +235,13 @@ def test_an_idle_tick_visits_no_tenant_and_a_new_vector_brings_its_tenant_back(w
     world.add(big, 2)  # below REBUILD_ROWS and younger than MAX_LAG_SECONDS: it waits, and is visited again
     assert world.builder.tick()["tenants"] == 1 and world.builder.behind == {big.name}
     assert world.builder.tick() == {"tenants": 1, "built": 0, "failed": 0}
+
+
+def test_each_tenant_a_tick_visits_is_handed_to_the_calibrations(world: World) -> None:
+    seen: list[str] = []
+    builder = SnapshotBuilder(world.db, world.store, MODEL, DIMS, on_changed=seen.append)
+    t = world.tenant("snap-l", 10)
+    builder.tick()
+    assert seen == [t.name]
+    builder.tick()
+    assert seen == [t.name]  # nothing changed: nothing to calibrate
