@@ -113,6 +113,10 @@ class SemanticIndex:
         Raises `SemanticIndexNotReady` for a large tenant without a snapshot yet."""
         return self.indexes.current(cur, tenant, self.model, self.embedder.dims)
 
+    def unready(self, tenant: str) -> bool:
+        """Whether the tenant was found, within the last second, too large to search without a snapshot."""
+        return self.indexes.unready(tenant, self.model)
+
     def recall(self, cur: Cursor, tenant: str, question: NDArray[np.float32],
                k: int = RECALL_K) -> list[tuple[VersionKey, float]]:
         """The tenant's `k` versions nearest to the question."""

@@ -149,6 +149,7 @@ def checks(row: Row, learned_services: tuple[str, ...], services: list[str], lim
 class Embedded:
     vector: NDArray[np.float32] | None
     failed: bool
+    unready: bool = False  # not embedded: the tenant's semantic index is not built yet (degraded semantic_index)
 
 
 @dataclass
@@ -177,7 +178,7 @@ class BriefingService:
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")
         now = now or datetime.now(UTC)
-        question = self.embed(req)  # before the transaction: ~35 ms of CPU that holds no connection
+        question = self.embed(req, principal.scoped_tenant)  # before the transaction: CPU that holds no connection
         tx = self.db.open_tenant_transaction(principal.scoped_tenant, durable=self.settings.briefing_durable_commit,
                                              generic_plans=True)
         try:
@@ -238,15 +239,18 @@ class BriefingService:
         """Approved records for a free-text query, ranked and warned like a briefing; records nothing."""
         principal.require("agent")
         question = BriefingRequest(text=req.query, services=req.services, limit=req.limit)
-        vector = self.embed(question)
+        vector = self.embed(question, principal.scoped_tenant)
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             return self._answer(cur, principal, question, now or datetime.now(UTC), vector, briefing=False).hints
 
-    def embed(self, req: BriefingRequest) -> Embedded:
+    def embed(self, req: BriefingRequest, tenant: str | None = None) -> Embedded:
         """The question's embedding; `failed` when the embedder is configured and raised (the briefing then
-        answers lexically and says `degraded: ["embedding"]`)."""
+        answers lexically and says `degraded: ["embedding"]`); not computed (`unready`) while `tenant` is known to
+        have no semantic index yet (lexically, `degraded: ["semantic_index"]`)."""
         if self.semantic is None:
             return Embedded(None, failed=False)
+        if tenant is not None and self.semantic.unready(tenant):
+            return Embedded(None, failed=False, unready=True)
         try:
             return Embedded(self.semantic.embed_question(semantic_query_text(req)), failed=False)
         except Exception:
@@ -263,6 +267,8 @@ class BriefingService:
         stats = lexical.corpus_stats(cur, tokens)
         rows = retrieval.fetch_candidates(cur, req, tokens, principal.project, now, stats, self.cache)
         similarities, degraded = self._semantic(cur, principal, now, stats, rows, question)
+        if question.unready:
+            degraded = ["semantic_index"]
         return Retrieved(q, reads, stats, rows, similarities, ["embedding"] if question.failed else degraded)
 
     def policy(self, now: datetime, semantic: bool, threshold: float | None = None) -> RankPolicy:

@@ -95,7 +95,7 @@ class IndexSnapshot:
         self.meta = meta
         self.index = index
         self.keys = keys
-        self._positions: dict[VersionKey, int] | None = None
+        self._sorted: tuple[NDArray[np.uint64], NDArray[np.intp]] | None = None
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -105,17 +105,42 @@ class IndexSnapshot:
         row = self.keys[position]
         return uuid.UUID(int=(int(row["hi"]) << 64) | int(row["lo"])), int(row["version"])
 
-    @property
-    def positions(self) -> dict[VersionKey, int]:
-        """(family_id, version) -> key, made once per mapped snapshot (when another branch's candidate is first
-        scored against it)."""
-        if self._positions is None:
+    def _lookup(self) -> tuple[NDArray[np.uint64], NDArray[np.intp]]:
+        """A 64-bit mix of each key, sorted, and the positions in that order: made once per mapped snapshot
+        (numpy over the mapped keys, ~10 ms at 100k; a dict of 100k UUIDs took 0.8 s on the first briefing)."""
+        if self._sorted is None:
             with self._lock:
-                if self._positions is None:
-                    ids = (self.keys["hi"].astype(object) << 64) | self.keys["lo"].astype(object)
-                    self._positions = {(uuid.UUID(int=int(i)), int(v)): p
-                                       for p, (i, v) in enumerate(zip(ids, self.keys["version"], strict=True))}
-        return self._positions
+                if self._sorted is None:
+                    mixed = _mix(np.asarray(self.keys["hi"]), np.asarray(self.keys["lo"]),
+                                 np.asarray(self.keys["version"]))
+                    order = np.argsort(mixed, kind="stable")
+                    self._sorted = (mixed[order], order)
+        return self._sorted
+
+    def positions_of(self, wanted: list[VersionKey]) -> list[int | None]:
+        """The key of each wanted (family_id, version), None where the snapshot does not hold it."""
+        if not wanted or not self.meta.count:
+            return [None] * len(wanted)
+        mixed, order = self._lookup()
+        his = np.array([f.int >> 64 for f, _ in wanted], dtype=np.uint64)
+        los = np.array([f.int & 0xFFFF_FFFF_FFFF_FFFF for f, _ in wanted], dtype=np.uint64)
+        vers = np.array([v for _, v in wanted], dtype=np.int64)
+        probe = _mix(his, los, vers)
+        out: list[int | None] = []
+        for n, at in enumerate(np.searchsorted(mixed, probe)):
+            found = None
+            while at < len(mixed) and mixed[at] == probe[n]:  # a mix is not unique: compare the key itself
+                row = self.keys[int(order[at])]
+                if int(row["hi"]) == int(his[n]) and int(row["lo"]) == int(los[n]) and int(row["version"]) == vers[n]:
+                    found = int(order[at])
+                    break
+                at += 1
+            out.append(found)
+        return out
+
+    def versions(self) -> set[VersionKey]:
+        """Every (family_id, version) held (tests and tools: a Python object per vector)."""
+        return {self.version(i) for i in range(self.meta.count)}
 
     def search(self, query: NDArray[np.float32], k: int) -> list[tuple[VersionKey, float]]:
         if not self.meta.count:
@@ -128,11 +153,19 @@ class IndexSnapshot:
         return np.asarray(got, dtype=np.float32).reshape(len(positions), self.meta.dims)
 
     def cosines(self, query: NDArray[np.float32], wanted: list[VersionKey]) -> dict[VersionKey, float]:
-        rows = [(w, p) for w in wanted if (p := self.positions.get(w)) is not None]
+        rows = [(w, p) for w, p in zip(wanted, self.positions_of(wanted), strict=True) if p is not None]
         if not rows:
             return {}
         scores = self.vectors([p for _, p in rows]) @ query
         return {w: float(s) for (w, _), s in zip(rows, scores, strict=True)}
+
+
+def _mix(hi: NDArray[np.uint64], lo: NDArray[np.uint64], version: NDArray[np.integer]) -> NDArray[np.uint64]:
+    """A 64-bit mix of (family_id, version), wrapping arithmetic (numpy uint64)."""
+    with np.errstate(over="ignore"):
+        out: NDArray[np.uint64] = (hi.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ lo.astype(np.uint64) \
+            ^ (version.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9))
+    return out
 
 
 def _digest(text: str, n: int) -> str:

@@ -183,6 +183,13 @@ class VectorIndexes:
         self._held: LRUCache[tuple[str, str], TenantSemantic] = LRUCache(maxsize=tenants)
         self._lock = threading.Lock()
         self._warned: set[tuple[str, str]] = set()
+        self._unready: dict[tuple[str, str], float] = {}  # (tenant, model) -> until when the verdict holds
+
+    def unready(self, tenant: str, model: str) -> bool:
+        """The tenant had more rows than DELTA_LIMIT and no snapshot less than `check_seconds` ago (the briefing
+        then skips the question's embedding too)."""
+        until = self._unready.get((tenant, model))
+        return until is not None and time.monotonic() < until
 
     def _snapshot(self, tenant: str, model: str, dims: int, have: TenantSemantic | None) -> TenantSemantic | None:
         """A TenantSemantic on a newer snapshot than `have`'s, or None when there is none."""
@@ -216,19 +223,34 @@ class VectorIndexes:
                 self._held[(tenant, model)] = held
         delta = held.delta
         with delta.lock:
+            if held.snapshot is None and not len(delta) and self._too_many(cur, model, delta):
+                self._not_ready(tenant, model)
             room = self.delta_limit - len(delta)
             rows = read_rows(cur, model, max(delta.last_seq - REREAD, 0), delta.recent_seqs(), room + 1) \
                 if room >= 0 else []
             if len(rows) > room:
                 if held.snapshot is None:
-                    self._warn(tenant, model)
-                    with self._lock:
-                        self._held.pop((tenant, model), None)  # hold nothing: the builder will make a snapshot
-                    raise SemanticIndexNotReady(f"more than {self.delta_limit} vectors and no snapshot yet")
+                    self._not_ready(tenant, model)
                 held.complete = False
                 rows = rows[:room]
             delta.add(rows)
         return held
+
+    def _too_many(self, cur: Cursor, model: str, delta: TenantVectors) -> bool:
+        """More rows than DELTA_LIMIT to scan: one index-only count, no vector read."""
+        cur.execute("""SELECT count(*) AS n FROM (SELECT 1 FROM version_vectors WHERE model = %s AND seq > %s
+                       AND NOT (seq = ANY(%s::bigint[])) LIMIT %s) newer""",
+                    (model, max(delta.last_seq - REREAD, 0), delta.recent_seqs(), self.delta_limit + 1))
+        row = cur.fetchone()
+        return row is not None and int(row["n"]) > self.delta_limit
+
+    def _not_ready(self, tenant: str, model: str) -> None:
+        """Hold nothing (the builder will make a snapshot), remember the verdict for `check_seconds`, raise."""
+        self._warn(tenant, model)
+        with self._lock:
+            self._held.pop((tenant, model), None)
+            self._unready[(tenant, model)] = time.monotonic() + max(self.check_seconds, 0.0)
+        raise SemanticIndexNotReady(f"more than {self.delta_limit} vectors and no snapshot yet")
 
     def _warn(self, tenant: str, model: str) -> None:
         if (tenant, model) not in self._warned:

@@ -193,7 +193,7 @@ def test_a_lost_snapshot_is_rebuilt_from_postgresql(world: World) -> None:
     after = world.store.newest(t.name, MODEL)
     assert after is not None and (after.count, after.seq) == (before.count, before.seq)
     held = world.current(world.indexes(), t)
-    assert held.snapshot is not None and set(held.snapshot.positions) == set(t.keys)
+    assert held.snapshot is not None and held.snapshot.versions() == set(t.keys)
 
 
 def test_a_damaged_snapshot_is_never_served_and_is_rebuilt_whole(world: World) -> None:
@@ -220,7 +220,7 @@ def test_a_tenant_never_reads_another_tenants_snapshot(world: World) -> None:
     world.builder.refresh(b.name)
     held = world.current(world.indexes(), b)
     assert held.snapshot is not None and held.snapshot.meta.tenant == b.name
-    assert set(held.snapshot.positions) == set(b.keys) and not set(held.snapshot.positions) & set(a.keys)
+    assert held.snapshot.versions() == set(b.keys) and not held.snapshot.versions() & set(a.keys)
     # and the rows B's process reads past its snapshot are B's alone (RLS)
     world.add(a, 3)
     assert len(world.current(world.indexes(), b).delta) == 0
@@ -245,3 +245,28 @@ def test_each_tenant_a_tick_visits_is_handed_to_the_calibrations(world: World) -
     assert seen == [t.name]
     builder.tick()
     assert seen == [t.name]  # nothing changed: nothing to calibrate
+
+
+class CountingEmbedder(HashingNgramEmbedder):
+    def __init__(self) -> None:
+        super().__init__(dims=DIMS)
+        self.questions = 0
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        self.questions += 1
+        return super().embed_query(text)
+
+
+def test_a_tenant_known_to_have_no_index_is_answered_without_embedding_the_question(world: World) -> None:
+    t = world.tenant("snap-m", 300)
+    embedder = CountingEmbedder()
+    semantic = SemanticIndex(embedder, VectorIndexes(world.store, delta_limit=LIMIT, check_seconds=60.0))
+    svc = GovernedServices(world.db_url, semantic=semantic)
+    try:
+        for n in range(3):
+            ask = BriefingRequest(services=["checkout-api"], text=f"connection pool exhausted on checkout {n}")
+            assert svc.briefing.brief(reviewer(t.name), ask).degraded == ["semantic_index"]
+        assert embedder.questions == 1  # the first found the tenant too large; the next two skipped the model
+        assert semantic.unready(t.name) and not semantic.unready("snap-other")
+    finally:
+        svc.close()

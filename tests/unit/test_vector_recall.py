@@ -124,3 +124,10 @@ def test_a_snapshot_of_another_tenant_or_model_is_not_found(tmp_path: Path) -> N
     for f in store.directory("a", "m").iterdir():
         (target / f.name).write_bytes(f.read_bytes())
     assert store.newest("b", "m") is None  # the description names tenant a
+
+
+def test_positions_of_held_and_unknown_versions(structured: Structured) -> None:
+    snap, _, _ = structured
+    wanted = [(uuid.UUID(int=5), 1), (uuid.UUID(int=5), 2), (uuid.UUID(int=10**12), 1), (uuid.UUID(int=N), 1)]
+    assert snap.positions_of(wanted) == [4, None, None, N - 1]
+    assert snap.positions_of([]) == []
