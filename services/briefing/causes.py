@@ -426,6 +426,46 @@ def fit(questions: Sequence[Question], centre: CausesModel, precision: float | S
     return CausesModel.of_theta(theta, source, len(questions))
 
 
+def planner_checks(question: Question, model: CausesModel) -> tuple[int, int]:
+    """(checks following the causes `model` gives this question, checks following the base rates alone) of the
+    planner that checks one cause per step: evidence causes first, then the rest by base rate; a novel
+    incident costs one check per evidence cause and none under the base rates (nothing to check first)."""
+    priors, _ = question.history.priors()
+    truth = question.cause
+    if truth is None or not priors:
+        return 0, 0
+    probabilities, novelty = posterior(question.history, question.evidence, model)
+    chosen = choose_evidence(probabilities, priors, novelty,
+                             [c for c in question.evidence if question.evidence[c].families])
+    by_prior = sorted(priors, key=lambda c: (-priors[c], c))
+    if truth == NEW:
+        return len(chosen), 0
+    order = [*chosen, *(c for c in by_prior if c not in chosen)]
+    return order.index(truth) + 1, by_prior.index(truth) + 1
+
+
+GUARD_SHARE = 1 / 3  # the newest share of the lived questions the evidence must not make longer
+
+
+def evidence_pays(questions: Sequence[Question], centre: CausesModel) -> tuple[bool, dict[str, int]]:
+    """Whether following the evidence costs no more checks than the base rates on the tenant's own newest lived
+    questions (time order: the last GUARD_SHARE, asked with the model `fit` makes of the questions before them).
+    A memory that makes investigations longer should say less: when it does not pay, the calibrator serves the
+    base rates alone. Fewer than MIN_QUESTIONS questions before them: the guard has nothing to say (True)."""
+    known = [q for q in questions if q.cause is not None]
+    cut = len(known) - max(1, round(len(known) * GUARD_SHARE)) if known else 0
+    if cut < MIN_QUESTIONS:
+        return True, {"guard_questions": 0}
+    earlier = fit(known[:cut], centre)
+    with_evidence = base = 0
+    for q in known[cut:]:
+        w, b = planner_checks(q, earlier)
+        with_evidence += w
+        base += b
+    return with_evidence <= base, {"guard_questions": len(known) - cut, "guard_checks_causes": with_evidence,
+                                   "guard_checks_base_rates": base}
+
+
 def brier(p: Mapping[str, float], p_new: float, truth: str) -> float:
     """Multi-class Brier score of a forecast (causes + NEW) against the true outcome."""
     score = sum((v - (1.0 if c == truth else 0.0)) ** 2 for c, v in p.items())

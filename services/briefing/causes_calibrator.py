@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -209,6 +209,11 @@ class CausesCalibrator:
         shipped = causes.shipped_causes_model(name)
         fitted = causes.fit(questions, shipped)
         report = evaluate(questions, {"base_rates": CausesModel.base_rates(), "shipped": shipped, "fitted": fitted})
+        pays, guard = causes.evidence_pays(questions, shipped)
+        report.update(guard, evidence_pays=pays)
+        if not pays:  # following the evidence made the tenant's newest investigations longer: say less
+            fitted = replace(CausesModel.base_rates(), source="base rates (evidence cost checks in this tenant's "
+                             "history)", questions=len(questions))
         self._store(tenant, name, fitted, records, len(questions), report)
         return name, fitted, report
 

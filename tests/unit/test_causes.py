@@ -213,3 +213,35 @@ def test_rendered_causes_say_little_when_nothing_matches_and_escape_names() -> N
     lines = render_causes(backed, 0.1)
     assert lines[1] == "- cert: likely, 62% (base rate 5%), 1 similar past incident(s)"
     assert render_causes([], 1.0)[0].startswith("No approved history yet")
+
+
+def _lived(n: int, right_until: int, seed: int = 38) -> list[Question]:
+    """A tenant whose causes are a 50/30/20 mix; each question's evidence is strong for one cause: the true one
+    for the first `right_until` questions, then the tenant's rarest other one (its records stopped matching)."""
+    rng = random.Random(seed)
+    seen: list[str] = ["db", "db", "net", "disk"]
+    out = []
+    for i in range(n):
+        truth = rng.choices(["db", "net", "disk"], weights=[5, 3, 2])[0]
+        wrong = "disk" if truth != "disk" else "net"
+        out.append(Question(TenantHistory.of_sequence(seen), {truth if i < right_until else wrong: ev(0.9, 1.0)},
+                            cause=truth))
+        seen.append(truth)
+    return out
+
+
+def test_evidence_that_made_the_newest_investigations_longer_is_turned_off() -> None:
+    centre = CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT))
+    pays, report = causes.evidence_pays(_lived(90, right_until=60), centre)
+    assert not pays and report["guard_checks_causes"] > report["guard_checks_base_rates"]
+    pays, report = causes.evidence_pays(_lived(90, right_until=90), centre)
+    assert pays and report["guard_checks_causes"] < report["guard_checks_base_rates"]
+    assert causes.evidence_pays(_lived(20, right_until=0), centre) == (True, {"guard_questions": 0})
+
+
+def test_planner_checks_count_a_novel_incident_by_its_evidence_causes() -> None:
+    q = Question(TenantHistory({"db": 8, "net": 2}), {"net": ev(0.9, 1.0)}, cause=NEW)
+    with_evidence, base = causes.planner_checks(q, CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT)))
+    assert (with_evidence, base) == (1, 0)
+    q = Question(TenantHistory({"db": 8, "net": 2}), {"net": ev(0.9, 1.0)}, cause="net")
+    assert causes.planner_checks(q, CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT))) == (1, 2)
