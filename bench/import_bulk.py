@@ -8,7 +8,6 @@ Against the running stack (`make up`). JSON in bench/results/import-bulk-<time>.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -18,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.run import OUT, log
+from bench.run import log, write_result
 from services.cli.client import OpsloreClient
 from services.cli.postmortems import Tally, bulk_review, documents, one
 from services.common.settings import get_settings
@@ -78,10 +77,7 @@ def main() -> None:
                 "approvals_per_s": round(len(outcome.done) / approve_s, 1) if approve_s else None,
                 "end_to_end_seconds": round(total, 1), "goal_seconds": 300,
                 "load_average_at_end": [round(x, 2) for x in os.getloadavg()]})
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"import-bulk-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
-    print(json.dumps(doc, indent=2))
+    write_result("import-bulk", doc)
 
 
 if __name__ == "__main__":

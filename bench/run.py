@@ -78,6 +78,15 @@ def log(msg: str) -> None:
     print(f"[bench {datetime.now(UTC):%H:%M:%S}] {msg}", flush=True)
 
 
+def write_result(name: str, doc: dict[str, Any]) -> Path:
+    """A bench's JSON as bench/results/<name>-<UTC time>.json, and printed."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    print(json.dumps(doc, indent=2))
+    return path
+
+
 def percentiles(samples: list[float]) -> dict[str, float]:
     s = sorted(samples)
 

@@ -13,7 +13,6 @@ JSON in bench/results/snapshots-<time>.json.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -23,7 +22,7 @@ from typing import Any
 
 import psycopg
 
-from bench.run import OUT, as_json, drop_database, fresh_database, load_records, log, percentiles, queries
+from bench.run import as_json, drop_database, fresh_database, load_records, log, percentiles, queries, write_result
 from bench.semantic import VectorPool, _children, api_server, concurrent, sequential
 from services.briefing.semantic import make_embedder, model_key
 from services.briefing.snapshot_builder import SnapshotBuilder
@@ -151,10 +150,7 @@ def main() -> None:
         drop_database(settings, db_url)
         shutil.rmtree(root, ignore_errors=True)
     doc["seconds_total"] = round(time.perf_counter() - started, 1)
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"snapshots-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
-    print(json.dumps(doc, indent=2))
+    write_result("snapshots", doc)
 
 
 if __name__ == "__main__":
