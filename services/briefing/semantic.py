@@ -25,7 +25,6 @@ from numpy.typing import NDArray
 
 from schemas.ledger import Trust
 from schemas.memory import VersionContent
-from services.briefing.cache import VersionKey
 from services.briefing.embedding import Embedder, HashingNgramEmbedder, MultilingualE5Embedder
 from services.briefing.vectors import TenantSemantic, VectorIndexes
 from services.common.db import Cursor, Database
@@ -116,11 +115,6 @@ class SemanticIndex:
     def unready(self, tenant: str) -> bool:
         """Whether the tenant was found, within the last second, too large to search without a snapshot."""
         return self.indexes.unready(tenant, self.model)
-
-    def recall(self, cur: Cursor, tenant: str, question: NDArray[np.float32],
-               k: int = RECALL_K) -> list[tuple[VersionKey, float]]:
-        """The tenant's `k` versions nearest to the question."""
-        return self.searchable(cur, tenant).search(question, k)
 
 
 def reindex(db: Database, index: SemanticIndex, tenant: str, *, activate: bool, batch: int = 32,

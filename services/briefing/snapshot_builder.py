@@ -43,6 +43,13 @@ LAG_ROWS = Gauge("opslore_snapshot_lag_rows", "rows newer than the newest snapsh
                  "at REBUILD_ROWS)", ["tenant"])
 
 
+def memory_tenants(db: Database) -> list[str]:
+    """Every tenant that holds memory (names only: `opslore_memory_tenants`)."""
+    with db.transaction() as cur:
+        cur.execute("SELECT opslore_memory_tenants() AS tenant")
+        return [r["tenant"] for r in cur.fetchall()]
+
+
 @dataclass(frozen=True)
 class Pending:
     """What a tick sees of one tenant's model: rows newer than its snapshot (capped) and the oldest one's age."""
@@ -74,9 +81,7 @@ class SnapshotBuilder:
         self.behind: set[str] = set()
 
     def tenants(self) -> list[str]:
-        with self.db.transaction() as cur:
-            cur.execute("SELECT opslore_memory_tenants() AS tenant")
-            return [r["tenant"] for r in cur.fetchall()]
+        return memory_tenants(self.db)
 
     def model_of(self, cur: Cursor) -> str:
         cur.execute("SELECT active_model FROM embedding_state")
@@ -223,11 +228,10 @@ def run(settings: Settings) -> None:
             if counts["built"] or counts["failed"]:
                 log.info("snapshot tick: %s", counts)
     else:
-        builder = SnapshotBuilder(db, store, "", 0)
         interval = max(interval, 60.0)
 
         def tick() -> None:
-            for tenant in builder.tenants():
+            for tenant in memory_tenants(db):
                 try:
                     if calibrate is not None:
                         calibrate(tenant)

@@ -240,7 +240,7 @@ class SnapshotStore:
         return max(len(seqs) - keep, 0)
 
     def lose(self, tenant: str, model: str) -> None:
-        """Removes every snapshot of the tenant's model (tests, and `opslore index snapshots --rebuild`)."""
+        """Removes every snapshot of the tenant's model (a lost snapshot: tests and benchmarks)."""
         where = self.directory(tenant, model)
         for name in os.listdir(where) if where.exists() else []:
             (where / name).unlink(missing_ok=True)
