@@ -2,8 +2,10 @@
 
 `read` takes two statements under the tenant's RLS: the incidents per root-cause category (a family's current
 version lists every incident approved into it: a recurrence merged into a family is one more incident of its
-cause), and the records without a category (imported postmortems often have none: their root causes are grouped
-by `group_uncategorised`, never dropped). The base rates need nothing else (`causes.TenantHistory`).
+cause), which the database keeps in `cause_tallies` in every writer's transaction (migration 0030: a few rows
+per tenant, whatever the size of its history), and the records without a category (imported postmortems often
+have none: their root causes are grouped by `group_uncategorised`, never dropped). The base rates need nothing
+else (`causes.TenantHistory`).
 `CauseHistories` remembers the answer per tenant and project under the tenant's index size (a new approval
 moves it) for at most `ttl` seconds.
 """
@@ -24,9 +26,9 @@ UNCATEGORISED_CAP = 5000
 _ACTIVE = """FROM memory_families f
   JOIN memory_versions v ON v.family_id = f.family_id AND v.version = f.current_version
   WHERE f.state = 'active' AND (%(project)s::text IS NULL OR f.project = %(project)s)"""
-# incidents per category: a family's current version lists every incident approved into it
-_BY_CATEGORY = f"""SELECT v.root_cause_category AS category, sum(greatest(cardinality(v.source_incidents), 1)) AS n
-  {_ACTIVE} AND v.root_cause_category IS NOT NULL GROUP BY v.root_cause_category"""
+# incidents per category: a family's current version lists every incident approved into it (migration 0030)
+_BY_CATEGORY = """SELECT category, sum(incidents) AS n FROM cause_tallies
+  WHERE (%(project)s::text IS NULL OR project = %(project)s) GROUP BY category HAVING sum(incidents) > 0"""
 _UNCATEGORISED = f"""SELECT f.family_id::text AS family_id, coalesce(v.root_cause, v.summary) AS root_cause,
   greatest(cardinality(v.source_incidents), 1) AS n
   {_ACTIVE} AND v.root_cause_category IS NULL

@@ -135,3 +135,49 @@ def test_the_tenant_calibrates_its_causes_under_rls_and_learns_from_feedback(
     finally:
         service.close()
         db.close()
+
+
+_RECOUNT = """SELECT v.root_cause_category AS category, sum(greatest(cardinality(v.source_incidents), 1)) AS n
+  FROM memory_families f JOIN memory_versions v ON v.family_id = f.family_id AND v.version = f.current_version
+  WHERE f.state = 'active' AND v.root_cause_category IS NOT NULL GROUP BY v.root_cause_category"""
+
+
+def test_cause_tallies_follow_every_move_of_the_families(tenant_client: TenantFactory, settings: Settings) -> None:
+    """The base rates come from `cause_tallies`, which triggers keep (migration 0030): after approvals, a
+    recurrence of a family, a reviewer's category, a supersede, a retraction and a rollback, the
+    tallies equal the counts recomputed from the families' current versions, and the briefing's priors say so."""
+    client = with_history(tenant_client)
+    tenant = getattr(client, "tenant")  # noqa: B009
+    learn(client, "INC-C7", "dns", "resolver", "coredns_servfail_total")  # a recurrence of INC-C4, or a new family
+    client.append(resolved_incident("INC-C8", category="db_connection_pool", service="search-api",
+                                    signal="db_pool_saturation"))
+    cand = eventually(lambda: client.candidates(incident_id="INC-C8", state="pending"))[0]
+    client.approve(str(cand["candidate_id"]), edits={"root_cause_category": "connection_leak"},
+                   resolution="new_family")  # the reviewer's category, not the draft's
+    records = {i: r for r in client.records() for i in r["source_incidents"]}
+    dns = str(records["INC-C4"]["family_id"])
+    client.record_op(str(records["INC-C1"]["family_id"]), "supersede", {"summary": "pool too small", "reason": "x"})
+    client.record_op(str(records["INC-C5"]["family_id"]), "retract", {"reason": "not a real incident"})
+    client.record_op(dns, "supersede", {"summary": "resolver overloaded", "reason": "clarity"})
+    client.record_op(dns, "rollback", {"to_version": 1, "reason": "undo"})
+    db = Database(settings.database_url, max_size=1)
+    db.open()
+    try:
+        with db.tenant_transaction(tenant) as cur:
+            cur.execute(_RECOUNT)
+            recount = {r["category"]: int(r["n"]) for r in cur.fetchall()}
+            cur.execute("SELECT category, incidents FROM cause_tallies WHERE incidents <> 0")
+            tallies = {r["category"]: int(r["incidents"]) for r in cur.fetchall()}
+        with db.tenant_transaction(getattr(tenant_client(), "tenant")) as cur:  # noqa: B009
+            cur.execute("SELECT count(*) AS n FROM cause_tallies")
+            row = cur.fetchone()
+            assert row is not None and row["n"] == 0  # RLS: another tenant reads none of them
+    finally:
+        db.close()
+    assert tallies == recount
+    # INC-C1's supersede restated no root cause, so its conclusion (and category) stays in history; the rollback
+    # of the dns family went back before the recurrence INC-C7 joined it; INC-C5 was retracted
+    assert recount == {"db_connection_pool": 2, "connection_leak": 1, "dns": 1, "certificate_expiry": 1}
+    answer = client.briefing({"text": "dns resolution failures on the resolver", "services": ["resolver"]})
+    expected, _ = TenantHistory({**recount, "uncategorised: pool too small": 1}).priors()
+    assert {c["category"]: c["prior"] for c in answer["causes"]} == {c: round(p, 4) for c, p in expected.items()}
