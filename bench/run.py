@@ -67,6 +67,7 @@ RECORD_SIZES = [int(n) for n in os.environ["BENCH_RECORD_SIZES"].split(",")] if 
     else [10_000, 50_000] if SMALL else [10_000, 100_000, 1_000_000]
 QUERIED_TENANT_MAX = 100_000
 BRIEFING_QUESTIONS = int(os.environ.get("BENCH_BRIEFING_QUESTIONS", "300"))
+LEXICAL_ROUNDS = int(os.environ.get("BENCH_LEXICAL_ROUNDS", "3"))  # the lexical p95 goal holds in three of three
 HTTP_QUESTIONS = int(os.environ.get("BENCH_HTTP_QUESTIONS", "150"))
 PROBE_CLIENTS = 8
 PROBE_SECONDS = float(os.environ.get("BENCH_PROBE_SECONDS", "20"))
@@ -394,7 +395,16 @@ def lexical_figures(service: BriefingService, cold: BriefingService, who: Princi
         cold_samples.append((time.perf_counter() - t0) * 1000)
         tokens.append(answer.token_estimate)
         hints.append(len(answer.hints))
-    return {"latency_ms": percentiles(samples), "latency_without_version_cache_ms": percentiles(cold_samples),
+    rounds = [percentiles(samples)]
+    for r in range(1, LEXICAL_ROUNDS):  # more runs of the same measurement, each with questions of its own
+        again = []
+        for q in queries(len(qs), offset=100_000 * r):
+            t0 = time.perf_counter()
+            service.brief(who, q)
+            again.append((time.perf_counter() - t0) * 1000)
+        rounds.append(percentiles(again))
+    return {"latency_ms": percentiles(samples), "latency_rounds_ms": rounds,
+            "latency_without_version_cache_ms": percentiles(cold_samples),
             "version_cache_hit_ratio": hit_ratios(service, before),
             "tokens_rendered": {"mean": round(statistics.fmean(tokens), 1), "max": max(tokens)},
             "hints_mean": round(statistics.fmean(hints), 2)}
@@ -442,8 +452,9 @@ def semantic_figures(db: Database, settings: Settings, embedder: Embedder, who: 
     """The briefing with the embedding branch. First without a snapshot of the tenant (answered lexically with
     `degraded: ["semantic_index"]` above DELTA_LIMIT vectors), then the snapshot built as the snapshot builder
     does (timed), then a fresh SemanticIndex whose first briefing maps it (cold start, reported apart); then, per
-    question (never asked before): the question's embedding alone, the briefing (LRU miss: embeds it), and the
-    same briefing again (LRU hit)."""
+    question (never asked before): the question's embedding alone, the briefing (LRU miss: embeds it alongside
+    its transaction's reads), the same briefing again (LRU hit), and the briefing of a service that embeds first,
+    then reads (OPSLORE_BRIEFING_EMBED_ALONGSIDE=false), in the same run."""
     tenant = who.scoped_tenant
     store = SnapshotStore(Path(settings.index_dir) / "bench")
     model = model_key(embedder)
@@ -464,9 +475,13 @@ def semantic_figures(db: Database, settings: Settings, embedder: Embedder, who: 
     service.brief(who, queries(1, offset=900_000)[0])
     first_ms = (time.perf_counter() - t0) * 1000
     rows, read_s = index_read_seconds(db, tenant, semantic.model)
+    first = BriefingService(db, settings.model_copy(update={"briefing_embed_alongside": False}),
+                            semantic=SemanticIndex(embedder, VectorIndexes(store)))  # embeds, then reads
     for q in queries(20, offset=800_000):
         service.brief(who, q)  # warm-up
+        first.brief(who, q)
     embed_ms, embed_cpu, miss_ms, miss_cpu, hit_ms, hit_cpu, degraded = [], [], [], [], [], [], 0
+    first_ms_each: list[float] = []
     for q in qs:
         text = semantic_query_text(q)
         c0, t0 = time.process_time(), time.perf_counter()
@@ -482,6 +497,11 @@ def semantic_figures(db: Database, settings: Settings, embedder: Embedder, who: 
         service.brief(who, q)
         hit_ms.append((time.perf_counter() - t0) * 1000)
         hit_cpu.append((time.process_time() - c0) * 1000)
+        t0 = time.perf_counter()
+        first.brief(who, q)  # its own question memory: embeds it too
+        first_ms_each.append((time.perf_counter() - t0) * 1000)
+    first.close()
+    service.close()
     with db.tenant_transaction(tenant) as cur:
         held = semantic.indexes.current(cur, tenant, semantic.model, embedder.dims)
     concurrent = embed_concurrently(embedder, [semantic_query_text(q) for q in queries(160, offset=700_000)], 8)
@@ -504,6 +524,8 @@ def semantic_figures(db: Database, settings: Settings, embedder: Embedder, who: 
             "first_briefing_maps_snapshot_ms": round(first_ms, 1),
             "reading_every_row_s": {"vectors": rows, "seconds": round(read_s, 2)},
             "latency_ms": percentiles(miss_ms), "cpu_ms_mean": round(statistics.fmean(miss_cpu), 2),
+            "latency_embedding_first_ms": percentiles(first_ms_each),
+            "latency_p95_over_embed_alone_p95_ms": round(percentiles(miss_ms)["p95"] - percentiles(embed_ms)["p95"], 1),
             "latency_question_cached_ms": percentiles(hit_ms), "cpu_question_cached_ms_mean":
             round(statistics.fmean(hit_cpu), 2),
             "embed_query_alone_ms": percentiles(embed_ms), "embed_query_alone_cpu_ms_mean":

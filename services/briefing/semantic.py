@@ -84,6 +84,11 @@ class SemanticIndex:
                VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING""",
             [(tenant, f, v, self.model, [float(x) for x in vec]) for (f, v), vec in zip(keys, vectors, strict=True)])
 
+    def remembered(self, text: str) -> bool:
+        """Whether `embed_question(text)` would answer from memory."""
+        with self._lock:
+            return text in self._questions
+
     def embed_question(self, text: str) -> NDArray[np.float32] | None:
         """The question's vector (remembered per text); None for a question without text."""
         if not text.strip():

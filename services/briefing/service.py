@@ -12,6 +12,7 @@ import logging
 import math
 import re
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -174,11 +175,13 @@ class BriefingService:
         self.calibrator = Calibrator(self)
         self.histories = CauseHistories()
         self.causes_calibrator = CausesCalibrator(self)
+        self._embedding = ThreadPoolExecutor(settings.api_briefing_threads, thread_name_prefix="question-embedding") \
+            if semantic is not None and settings.briefing_embed_alongside else None
 
     def brief(self, principal: Principal, req: BriefingRequest, now: datetime | None = None) -> BriefingResponse:
         principal.require("agent")
         now = now or datetime.now(UTC)
-        question = self.embed(req, principal.scoped_tenant)  # before the transaction: CPU that holds no connection
+        question = self.embed_alongside(req, principal.scoped_tenant)
         tx = self.db.open_tenant_transaction(principal.scoped_tenant, durable=self.settings.briefing_durable_commit,
                                              generic_plans=True)
         try:
@@ -232,6 +235,8 @@ class BriefingService:
     def close(self) -> None:
         """Settle the records of briefings already answered (graceful shutdown)."""
         self.settler.close()
+        if self._embedding is not None:
+            self._embedding.shutdown(wait=True)
         self.calibrator.close()
         self.causes_calibrator.close()
 
@@ -239,7 +244,7 @@ class BriefingService:
         """Approved records for a free-text query, ranked and warned like a briefing; records nothing."""
         principal.require("agent")
         question = BriefingRequest(text=req.query, services=req.services, limit=req.limit)
-        vector = self.embed(question, principal.scoped_tenant)
+        vector = self.embed_alongside(question, principal.scoped_tenant)
         with self.db.tenant_transaction(principal.scoped_tenant) as cur:
             return self._answer(cur, principal, question, now or datetime.now(UTC), vector, briefing=False).hints
 
@@ -257,15 +262,31 @@ class BriefingService:
             log.warning("embedding the question failed; answering lexically", exc_info=True)
             return Embedded(None, failed=True)
 
+    def embed_alongside(self, req: BriefingRequest, tenant: str) -> Embedded | Future[Embedded]:
+        """`embed`, started on the service's question-embedding threads when it has work to do (a question with
+        text, not remembered, a tenant with an index): the briefing's transaction reads the lexical and structured
+        candidates meanwhile (PostgreSQL's time; onnxruntime and psycopg both release the GIL), and `retrieve`
+        waits for the vector only where the semantic branch needs it. The briefing then costs the slower of the
+        two, not their sum. OPSLORE_BRIEFING_EMBED_ALONGSIDE=false embeds first, outside the transaction."""
+        if self._embedding is None or self.semantic is None or self.semantic.unready(tenant):
+            return self.embed(req, tenant)
+        text = semantic_query_text(req)
+        if not text.strip() or self.semantic.remembered(text):
+            return self.embed(req, tenant)
+        return self._embedding.submit(self.embed, req, tenant)
+
     def retrieve(self, cur: Cursor, principal: Principal, req: BriefingRequest, now: datetime,
-                 question: Embedded) -> Retrieved:
+                 question: Embedded | Future[Embedded]) -> Retrieved:
         """Every branch's candidates for the question, with what ranking them needs (also `replay/ranker_fit.py`'s
-        way to the same features the live briefing ranks on)."""
+        way to the same features the live briefing ranks on). A pending `question` is waited for after the
+        lexical and structured reads."""
         q, tokens = build_query(req)
         reads = retrieval.WarningReads(cur, principal.project, now)
         reads.ask([q.alert] if q.alert else [], sorted(q.signals))  # answered with the next read's round trip
         stats = lexical.corpus_stats(cur, tokens)
         rows = retrieval.fetch_candidates(cur, req, tokens, principal.project, now, stats, self.cache)
+        if isinstance(question, Future):
+            question = question.result()  # embed() catches the embedder's errors: failed=True
         similarities, degraded = self._semantic(cur, principal, now, stats, rows, question)
         if question.unready:
             degraded = ["semantic_index"]
@@ -292,7 +313,7 @@ class BriefingService:
                            self.calibrator.threshold(cur, tenant, shipped.model.name))
 
     def _answer(self, cur: Cursor, principal: Principal, req: BriefingRequest, now: datetime,
-                question: Embedded, briefing: bool = True) -> BriefingResponse:
+                question: Embedded | Future[Embedded], briefing: bool = True) -> BriefingResponse:
         """`briefing`: the hints follow the causes (contract v1.3); a record search (False) ranks every record
         that clears the abstention point, whatever the causes say."""
         found = self.retrieve(cur, principal, req, now, question)

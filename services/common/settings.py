@@ -106,6 +106,10 @@ class Settings(BaseSettings):
         "background owner beside the API (`opslore index snapshots`, for the tenants whose memory changed), so that "
         "API processes spend their CPU on briefings; `api`: the API process whose briefing noticed it (a "
         "deployment without that process)")
+    briefing_embed_alongside: bool = Field(True, description="embed a briefing's question on a thread of its own "
+                                           "while the briefing's transaction reads the lexical and structured "
+                                           "candidates (the latency of the slower, not of both); off: embed first, "
+                                           "then open the transaction")
     briefing_durable_commit: bool = Field(False, description="wait for the WAL flush when a briefing's record "
                                           "(its row and lineage edges) commits; off: a database crash can lose the "
                                           "records of the last ~0.6 s of briefings, never half of one")

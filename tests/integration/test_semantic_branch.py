@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable
 
@@ -12,6 +13,8 @@ from numpy.typing import NDArray
 from schemas.api import BriefingRequest
 from services.briefing.embedding import HashingNgramEmbedder
 from services.briefing.semantic import SemanticIndex, model_key, reindex
+from services.briefing.service import BriefingService
+from services.common.settings import Settings
 from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
 
 pytestmark = pytest.mark.integration
@@ -85,5 +88,51 @@ def test_a_failing_embedder_degrades_to_lexical(fresh_database: Callable[[], str
     try:
         answer = broken.briefing.brief(reviewer(tenant), _request())
         assert answer.degraded == ["embedding"] and len(answer.hints) == 1
+    finally:
+        broken.close()
+
+
+class ThreadNoting(HashingNgramEmbedder):
+    """Notes the thread each question is embedded on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        self.threads.append(threading.current_thread().name)
+        return super().embed_query(text)
+
+
+def test_the_question_is_embedded_alongside_the_transaction_and_answers_the_same(
+        fresh_database: Callable[[], str]) -> None:
+    """OPSLORE_BRIEFING_EMBED_ALONGSIDE (default): the question is embedded on a thread of its own while the
+    briefing's transaction reads; the answer is the one the embed-first briefing gives, a remembered question is
+    not embedded again, and a failing embedder still degrades to lexical."""
+    db_url = fresh_database()
+    embedder = ThreadNoting()
+    svc = GovernedServices(db_url, semantic=SemanticIndex(embedder))
+    first = BriefingService(svc.db, Settings(briefing_embed_alongside=False), semantic=SemanticIndex(ThreadNoting()))
+    tenant = f"sem-{uuid.uuid4().hex[:8]}"
+    try:
+        cid = seed_candidate(svc.db, tenant, draft("db_connection_pool", "checkout-api", signal="db_pool_saturation",
+                                                   summary="pool exhausted"))
+        svc.review.approve(reviewer(tenant), cid, note=None, edits=None)
+        alongside = svc.briefing.brief(reviewer(tenant), _request())
+        assert embedder.threads and all(t.startswith("question-embedding") for t in embedder.threads)
+        embedded = len(embedder.threads)
+        again = svc.briefing.brief(reviewer(tenant), _request())
+        assert len(embedder.threads) == embedded  # remembered: answered without a thread hop or an embedding
+        before = first.brief(reviewer(tenant), _request())
+        assert before.hints and before.causes
+        for a in (alongside, again):
+            assert [(h.family_id, h.score) for h in a.hints] == [(h.family_id, h.score) for h in before.hints]
+            assert a.causes == before.causes and a.degraded == before.degraded == []
+    finally:
+        first.close()
+        svc.close()
+    broken = GovernedServices(db_url, semantic=SemanticIndex(BrokenEmbedder()))
+    try:
+        assert broken.briefing.brief(reviewer(tenant), _request()).degraded == ["embedding"]
     finally:
         broken.close()
