@@ -102,6 +102,17 @@ class Lived:
         labels = [v["root_cause_category"] or cause[str(v["family_id"])] for v in dated]
         return cls(rows=dated, causes=labels, cause=cause)
 
+    def sharing(self, n: int, services: Sequence[str]) -> dict[str, float]:
+        """Incidents per cause among the first `n` that name one of `services`."""
+        wanted = set(services)
+        out: dict[str, float] = {}
+        if not wanted:
+            return out
+        for row, cause in zip(self.rows[:n], self.causes[:n], strict=True):
+            if wanted & set(row.get("services") or ()):
+                out[cause] = out.get(cause, 0.0) + 1.0
+        return out
+
     def before(self, when: datetime) -> int:
         """How many incidents happened before `when`."""
         return sum(1 for v in self.rows if _at(v) < when)
@@ -200,17 +211,20 @@ class CausesCalibrator:
                                      for s in ranked.candidates)
             label = None if cause is None else cause if cause in history.counts else NEW
             out.append(Question(history, evidence, cause=label,
-                                refuted=refuted if refuted in history.counts else None))
+                                refuted=refuted if refuted in history.counts else None,
+                                near=lived.sharing(n, req.services)))
         return name, out, len(lived.rows)
 
     def run(self, tenant: str, now: datetime | None = None) -> tuple[str, CausesModel, dict[str, Any]]:
         """Calibrate `tenant`'s causes model now and store it."""
         name, questions, records = self.questions(tenant, now)
+        beta = causes.fit_service_beta(questions)
         shipped = causes.shipped_causes_model(name)
-        fitted = causes.fit(questions, shipped)
+        centre = replace(shipped, service_beta=beta)  # the shipped weights over this tenant's service priors
+        fitted = causes.fit(questions, centre)
         report = evaluate(questions, {"base_rates": CausesModel.base_rates(), "shipped": shipped, "fitted": fitted})
-        pays, guard = causes.evidence_pays(questions, shipped)
-        report.update(guard, evidence_pays=pays)
+        pays, guard = causes.evidence_pays(questions, centre)
+        report.update(guard, evidence_pays=pays, service_beta=beta)
         if not pays:  # following the evidence made the tenant's newest investigations longer: say less
             fitted = replace(CausesModel.base_rates(), source="base rates (evidence cost checks in this tenant's "
                              "history)", questions=len(questions))
@@ -238,7 +252,7 @@ def evaluate(questions: Sequence[Question], models: dict[str, CausesModel]) -> d
     for label, m in models.items():
         total = 0.0
         for q in known:
-            p, p_new = causes.posterior(q.history, q.evidence, m)
+            p, p_new = causes.posterior(q.history, q.evidence, m, q.near)
             total += causes.brier(p, p_new, q.cause or NEW)
         out[f"brier_{label}"] = round(total / len(known), 4) if known else None
     return out

@@ -146,6 +146,31 @@ def checks(row: Row, learned_services: tuple[str, ...], services: list[str], lim
     return out
 
 
+SHARING_CAP = 5000  # incidents read per question for the service priors (the most recently valid first)
+_SHARING = f"""SELECT f.family_id::text AS family_id, v.root_cause_category AS category,
+  greatest(cardinality(v.source_incidents), 1) AS n
+  FROM memory_versions v JOIN memory_families f ON f.family_id = v.family_id AND f.current_version = v.version
+  WHERE v.state = 'active' AND f.state = 'active' AND v.services && %(services)s::text[]
+    AND (%(project)s::text IS NULL OR f.project = %(project)s)
+  ORDER BY v.valid_from DESC LIMIT {SHARING_CAP}"""
+
+
+def history_sharing(cur: Cursor, services: list[str], project: str | None, history: CauseHistory
+                    ) -> tuple[dict[str, float], dict[str, tuple[str, ...]]]:
+    """(incidents per cause, their families per cause) among the tenant's current records that name one of
+    `services` (the GIN index on the active versions' services)."""
+    cur.execute(_SHARING, {"services": services, "project": project})
+    near: dict[str, float] = {}
+    families: dict[str, list[str]] = {}
+    for r in cur.fetchall():
+        cause = history.cause_of(r["family_id"], r["category"])
+        if cause is None:
+            continue
+        near[cause] = near.get(cause, 0.0) + float(r["n"])
+        families.setdefault(cause, []).append(r["family_id"])
+    return near, {c: tuple(f[:10]) for c, f in families.items()}
+
+
 @dataclass(frozen=True)
 class Embedded:
     vector: NDArray[np.float32] | None
@@ -321,7 +346,7 @@ class BriefingService:
         policy = self._tenant_policy(cur, principal.scoped_tenant, now, found)
         ranking = rank(q, found.rows, policy, req.limit, found.similarities, found.stats)
         history = self.histories.get(cur, principal.scoped_tenant, principal.project, found.stats.docs)
-        answer = self._causes(cur, principal.scoped_tenant, policy, history, ranking, req.limit)
+        answer = self._causes(cur, principal, req, policy, history, ranking)
         if briefing:
             shown = cause_model.follow_causes([c.category for c in answer.evidence], ranking.candidates,
                                               lambda s: history.cause_of(str(s.facts.family_id),
@@ -342,10 +367,12 @@ class BriefingService:
         response.count_wire_tokens(token_estimate)
         return response
 
-    def _causes(self, cur: Cursor, tenant: str, policy: RankPolicy, history: CauseHistory, ranking: Ranked,
-                limit: int) -> cause_model.CausesAnswer:
+    def _causes(self, cur: Cursor, principal: Principal, req: BriefingRequest, policy: RankPolicy,
+                history: CauseHistory, ranking: Ranked) -> cause_model.CausesAnswer:
         """The calibrated causes of the question (`causes.answer`) from every ranked candidate's relevance, with
-        the tenant's calibrated model (a run started in the background when it is missing or stale)."""
+        the tenant's calibrated model (a run started in the background when it is missing or stale) and, when
+        that model conditions on services, the history's incidents that share a service with the question."""
+        tenant = principal.scoped_tenant
         evidence = cause_model.gather(
             cause_model.candidate(cause, s) for s in ranking.candidates
             if (cause := history.cause_of(str(s.facts.family_id), s.facts.root_cause_category)) is not None)
@@ -353,13 +380,17 @@ class BriefingService:
         model = self.causes_calibrator.model(cur, tenant, name)
         if self.settings.briefing_causes_calibration and self.settings.calibration_runs_in == "api":
             self.causes_calibrator.refresh_if_stale(tenant, name, history.history.records)
-        return cause_model.answer(history.history, evidence, model, limit)
+        near: dict[str, float] = {}
+        sharing: dict[str, tuple[str, ...]] = {}
+        if model.service_beta is not None and req.services:
+            near, sharing = history_sharing(cur, req.services, principal.project, history)
+        return cause_model.answer(history.history, evidence, model, req.limit, near, sharing)
 
     @staticmethod
     def _causes_explain(answer: cause_model.CausesAnswer, history: CauseHistory) -> dict[str, Any]:
         m = answer.model
-        return {"model": m.source, "questions": m.questions, "weights": dict(zip(cause_model.FEATURES, m.weights,
-                                                                                   strict=True)),
+        return {"model": m.source, "questions": m.questions, "service_beta": m.service_beta,
+                "weights": dict(zip(cause_model.FEATURES, m.weights, strict=True)),
                 "novel_bias": m.novel_bias, "novel_relevance": m.novel_relevance,
                 "history_records": history.history.records, "novelty_prior": answer.novelty_prior,
                 "basis_rule": "evidence: the causes whose checking first lowers the expected checks of the planner "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -245,3 +245,51 @@ def test_planner_checks_count_a_novel_incident_by_its_evidence_causes() -> None:
     assert (with_evidence, base) == (1, 0)
     q = Question(TenantHistory({"db": 8, "net": 2}), {"net": ev(0.9, 1.0)}, cause="net")
     assert causes.planner_checks(q, CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT))) == (1, 2)
+
+
+def test_service_priors_lean_towards_the_causes_of_incidents_on_the_same_services() -> None:
+    h = TenantHistory({"a": 8, "b": 4, "c": 4})
+    priors, p_new = h.priors()
+    near = {"c": 3.0}  # three of the history's incidents named the question's service; all were c
+    assert causes.service_priors(priors, p_new, near, None) == priors
+    assert causes.service_priors(priors, p_new, {}, 4.0) == priors
+    leaning = causes.service_priors(priors, p_new, near, 4.0)
+    assert sum(leaning.values()) == pytest.approx(1 - p_new)  # novelty is the tenant's, untouched
+    assert leaning["c"] > priors["c"] and leaning["a"] < priors["a"]
+    assert leaning["c"] > causes.service_priors(priors, p_new, near, 64.0)["c"] > priors["c"]  # beta shrinks
+
+
+def lived_on_services(n: int, seed: int, informative: bool) -> list[Question]:
+    """Questions on one of three services; with `informative`, each service's incidents mostly share a cause."""
+    rng = np.random.default_rng(seed)
+    seq: list[tuple[str, str]] = []
+    out = []
+    for _ in range(n):
+        service = str(rng.choice(["s1", "s2", "s3"]))
+        cause = ({"s1": "a", "s2": "b", "s3": "c"}[service] if informative and rng.random() < 0.8
+                 else str(rng.choice(["a", "b", "c"])))
+        if len(seq) >= 5:
+            h = TenantHistory.of_sequence([c for _, c in seq])
+            near: dict[str, float] = {}
+            for s, c in seq:
+                if s == service:
+                    near[c] = near.get(c, 0.0) + 1
+            out.append(Question(h, {}, cause=cause if cause in h.counts else NEW, near=near))
+        seq.append((service, cause))
+    return out
+
+
+def test_the_service_shrinkage_is_fitted_where_services_tell_and_left_off_where_they_do_not() -> None:
+    telling = causes.fit_service_beta(lived_on_services(80, seed=4, informative=True))
+    assert telling is not None
+    assert causes.fit_service_beta(lived_on_services(80, seed=5, informative=False)) is None
+    assert causes.fit_service_beta(lived_on_services(causes.MIN_QUESTIONS, seed=4, informative=True)[:5]) is None
+    qs = lived_on_services(80, seed=6, informative=True)
+    model = replace(CausesModel.base_rates(), service_beta=telling)
+    with_services = sum(causes.planner_checks(q, model)[0] for q in qs)
+    base = sum(causes.planner_checks(q, model)[1] for q in qs)
+    assert with_services < base  # the service-raised causes, with records behind them, are checked first
+    doc = model.to_json()
+    assert CausesModel.from_json(doc).service_beta == telling
+    del doc["service_beta"]  # a model stored before services counted
+    assert CausesModel.from_json(doc).service_beta is None
