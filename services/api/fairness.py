@@ -114,7 +114,7 @@ class FairShare:
                     if wait == 0:
                         b.tokens += 1.0
                 retry = max(wait for _, wait in due)
-                raise RateLimited(f"too many {kind} requests for this {due[0][0]}; retry after {retry:.1f}s",
+                raise RateLimited(f"too many {kind} requests for this {due[0][0]}; retry after {max(retry, 0.1):.1f}s",
                                   retry_after=retry)
             held: list[tuple[str, str]] = []
             if kind == "briefing":
