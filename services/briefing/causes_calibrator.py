@@ -220,11 +220,15 @@ class CausesCalibrator:
         name, questions, records = self.questions(tenant, now)
         beta = causes.fit_service_beta(questions)
         shipped = causes.shipped_causes_model(name)
+        services_guard: dict[str, int] = {}
+        if beta is not None:
+            services_ok, services_guard = causes.services_pay(questions, shipped, beta)
+            beta = beta if services_ok else None
         centre = replace(shipped, service_beta=beta)  # the shipped weights over this tenant's service priors
         fitted = causes.fit(questions, centre)
         report = evaluate(questions, {"base_rates": CausesModel.base_rates(), "shipped": shipped, "fitted": fitted})
         pays, guard = causes.evidence_pays(questions, centre)
-        report.update(guard, evidence_pays=pays, service_beta=beta)
+        report.update(guard, **services_guard, evidence_pays=pays, service_beta=beta)
         if not pays:  # following the evidence made the tenant's newest investigations longer: say less
             fitted = replace(CausesModel.base_rates(), source="base rates (evidence cost checks in this tenant's "
                              "history)", questions=len(questions))

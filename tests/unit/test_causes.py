@@ -293,3 +293,29 @@ def test_the_service_shrinkage_is_fitted_where_services_tell_and_left_off_where_
     assert CausesModel.from_json(doc).service_beta == telling
     del doc["service_beta"]  # a model stored before services counted
     assert CausesModel.from_json(doc).service_beta is None
+
+
+def test_the_service_priors_are_dropped_when_they_cost_checks_on_the_newest_lived_questions() -> None:
+    """The evidence guard applied to the service priors: where each service's incidents kept their cause, they
+    stay; where the newest third's services point at other causes than before, they are dropped."""
+    kept = lived_on_services(90, seed=7, informative=True)
+    beta = causes.fit_service_beta(kept)
+    assert beta is not None and causes.services_pay(kept, CausesModel.base_rates(), beta)[0]
+    rng = np.random.default_rng(8)
+    seq: list[tuple[str, str]] = []
+    moved = []
+    for i in range(90):
+        service = str(rng.choice(["s1", "s2", "s3"]))
+        mapping = {"s1": "a", "s2": "b", "s3": "c"} if i < 60 else {"s1": "b", "s2": "c", "s3": "a"}
+        cause = mapping[service] if rng.random() < 0.9 else str(rng.choice(["a", "b", "c"]))
+        if len(seq) >= 5:
+            near: dict[str, float] = {}
+            for s, c in seq:
+                if s == service:
+                    near[c] = near.get(c, 0.0) + 1
+            moved.append(Question(TenantHistory.of_sequence([c for _, c in seq]), {}, cause=cause, near=near))
+        seq.append((service, cause))
+    beta = causes.fit_service_beta(moved)
+    assert beta is not None  # over the whole history, services still look telling
+    pays, figures = causes.services_pay(moved, CausesModel.base_rates(), beta)
+    assert not pays and figures["services_guard_checks_on"] > figures["services_guard_checks_off"]
