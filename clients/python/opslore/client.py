@@ -9,12 +9,17 @@
 
 Answers are the API's wire models (`opslore.models`: `BriefingResponse`, `Hint`, `Whoami`, ...); errors are
 `ApiError` with the contract's status, code and field. Every write returns only after the ledger
-acknowledged it.
+acknowledged it. A request the API turned away before doing anything (429: over the key's or tenant's fair
+share; 503: the database unavailable) is sent again after its `Retry-After`, `retries` times at most, waiting
+`max_wait` seconds at most each time; appends are idempotent by event id, and a refused briefing recorded nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 from uuid import UUID
@@ -53,6 +58,21 @@ def _key(api_key: str | None) -> str:
     return key
 
 
+RETRIED = (429, 503)
+
+
+def retry_after(response: httpx.Response, max_wait: float) -> float | None:
+    """Seconds to wait before sending a turned-away request again, or None when it is not one: its Retry-After
+    (seconds; 1 when absent or not a number), at most `max_wait`."""
+    if response.status_code not in RETRIED:
+        return None
+    try:
+        wait = float(response.headers.get("Retry-After", "1"))
+    except ValueError:
+        wait = 1.0
+    return min(max(wait, 0.0), max_wait)
+
+
 def _parse(call: Call[T], response: httpx.Response) -> T:
     body = response.json() if response.content else None
     if response.status_code >= 400:
@@ -74,12 +94,15 @@ def observation_event(incident_id: str, source: str, summary: str, *, query: str
 
 
 class Client:
-    """Synchronous client. `http`: an existing httpx client (e.g. a FastAPI TestClient) to use instead."""
+    """Synchronous client. `http`: an existing httpx client (e.g. a FastAPI TestClient) to use instead;
+    `retries` and `max_wait`: how a 429 or 503 is sent again (0: never)."""
 
     def __init__(self, base_url: str | None = None, api_key: str | None = None, *, timeout: float = 30.0,
-                 http: httpx.Client | None = None) -> None:
+                 http: httpx.Client | None = None, retries: int = 3, max_wait: float = 10.0,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.http = http or httpx.Client(base_url=_base_url(base_url), timeout=timeout)
         self._headers = {"Authorization": f"Bearer {_key(api_key)}"}
+        self.retries, self.max_wait, self._sleep = retries, max_wait, sleep
 
     def __enter__(self) -> Client:
         return self
@@ -91,8 +114,13 @@ class Client:
         self.http.close()
 
     def call(self, call: Call[T]) -> T:
-        response = self.http.request(call.method, call.path, json=call.json, params=call.params or None,
-                                     headers=self._headers)
+        for attempt in range(self.retries + 1):
+            response = self.http.request(call.method, call.path, json=call.json, params=call.params or None,
+                                         headers=self._headers)
+            wait = retry_after(response, self.max_wait)
+            if wait is None or attempt == self.retries:
+                break
+            self._sleep(wait)
         return _parse(call, response)
 
     def whoami(self) -> Whoami:
@@ -130,12 +158,13 @@ class Client:
 
 
 class AsyncClient:
-    """The same verbs as `Client`, awaitable."""
+    """The same verbs as `Client`, awaitable (and the same retries)."""
 
     def __init__(self, base_url: str | None = None, api_key: str | None = None, *, timeout: float = 30.0,
-                 http: httpx.AsyncClient | None = None) -> None:
+                 http: httpx.AsyncClient | None = None, retries: int = 3, max_wait: float = 10.0) -> None:
         self.http = http or httpx.AsyncClient(base_url=_base_url(base_url), timeout=timeout)
         self._headers = {"Authorization": f"Bearer {_key(api_key)}"}
+        self.retries, self.max_wait = retries, max_wait
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -147,8 +176,13 @@ class AsyncClient:
         await self.http.aclose()
 
     async def call(self, call: Call[T]) -> T:
-        response = await self.http.request(call.method, call.path, json=call.json, params=call.params or None,
-                                           headers=self._headers)
+        for attempt in range(self.retries + 1):
+            response = await self.http.request(call.method, call.path, json=call.json,
+                                               params=call.params or None, headers=self._headers)
+            wait = retry_after(response, self.max_wait)
+            if wait is None or attempt == self.retries:
+                break
+            await asyncio.sleep(wait)
         return _parse(call, response)
 
     async def whoami(self) -> Whoami:
