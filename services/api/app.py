@@ -174,7 +174,7 @@ def install_error_handlers(app: FastAPI) -> None:
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
     settings = settings or get_settings()
 
-    mcp_server, mcp_app = http_server(lambda: app.state.services, settings)
+    mcp_server, mcp_app = http_server(lambda: app.state.services, settings, lambda: app.state.fairness.admit)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -10,6 +10,8 @@ Two implementations of one protocol:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal, Protocol, TypeVar
 from uuid import UUID
 
@@ -23,6 +25,13 @@ from services.container import Services
 from services.gateway.keys import whoami_of
 
 Verdict = Literal["adopted", "refuted", "ignored"]
+# the API process's fair share (services.api.fairness.FairShare.admit): a briefing, a record search or an append
+# through MCP is admitted against the same per-key and per-tenant budgets as over HTTP, or refused (429)
+Admit = Callable[[Principal, Literal["briefing", "ingest"]], AbstractContextManager[None]]
+
+
+def _admit_all(_: Principal, __: Literal["briefing", "ingest"]) -> AbstractContextManager[None]:
+    return nullcontext()
 
 
 class AgentBackend(Protocol):
@@ -45,17 +54,20 @@ class AgentBackend(Protocol):
 
 
 class LocalBackend:
-    """The API's own services, called for one authenticated principal."""
+    """The API's own services, called for one authenticated principal, within the process's fair share."""
 
-    def __init__(self, services: Services, principal: Principal) -> None:
+    def __init__(self, services: Services, principal: Principal, admit: Admit = _admit_all) -> None:
         self.svc = services
         self.principal = principal
+        self.admit = admit
 
     def whoami(self) -> Whoami:
         return whoami_of(self.principal)
 
     def brief(self, request: BriefingRequest | None = None, **fields: Any) -> BriefingResponse:
-        return self.svc.briefing.brief(self.principal, request or BriefingRequest.model_validate(fields))
+        question = request or BriefingRequest.model_validate(fields)
+        with self.admit(self.principal, "briefing"):
+            return self.svc.briefing.brief(self.principal, question)
 
     def verify(self, briefing_id: UUID | str, incident_id: str, namespace: str | None = None) -> VerifyResult:
         return self.svc.verification.verify(self.principal, UUID(str(briefing_id)), incident_id, namespace)
@@ -66,14 +78,16 @@ class LocalBackend:
         return self.svc.briefing.feedback(self.principal, UUID(str(briefing_id)), body).event_id
 
     def append(self, events: list[dict[str, Any]]) -> list[UUID]:
-        return [r.event_id for r in self.svc.gateway.append({"events": events}, self.principal)]
+        with self.admit(self.principal, "ingest"):
+            return [r.event_id for r in self.svc.gateway.append({"events": events}, self.principal)]
 
     def episode(self, incident_id: str) -> EpisodeView:
         return self.svc.episodes.episode(self.principal, incident_id)
 
     def search_records(self, query: str, services: list[str] | None = None, limit: int = 5) -> list[Hint]:
         request = RecordSearchRequest(query=query, services=services or [], limit=limit)
-        return self.svc.briefing.search(self.principal, request)
+        with self.admit(self.principal, "briefing"):
+            return self.svc.briefing.search(self.principal, request)
 
     def get_record(self, family_id: UUID | str) -> RecordDetail:
         return self.svc.memory.get_record(self.principal, UUID(str(family_id)))

@@ -28,7 +28,7 @@ from services.common.auth import Principal
 from services.common.errors import OpsloreError
 from services.common.settings import Settings
 from services.container import Services
-from services.mcp_server.backend import AgentBackend, LocalBackend, RemoteBackend
+from services.mcp_server.backend import Admit, AgentBackend, LocalBackend, RemoteBackend
 from services.mcp_server.tools import INSTRUCTIONS, register
 
 NAME = "opslore"
@@ -77,11 +77,15 @@ def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
                                      allowed_origins=origins)
 
 
-def http_server(services_of: Callable[[], Services], settings: Settings) -> tuple[MCPServer[Any], Starlette]:
+def http_server(services_of: Callable[[], Services], settings: Settings,
+                admit_of: Callable[[], Admit] | None = None) -> tuple[MCPServer[Any], Starlette]:
     """The MCP server for the API process and its ASGI app (route `/mcp`); the caller runs
-    `server.session_manager.run()` in its lifespan."""
+    `server.session_manager.run()` in its lifespan. `admit_of`: the process's fair share, read per call (the
+    API's lifespan builds it), so that MCP tools spend the same per-key and per-tenant budgets as HTTP."""
     def backend() -> AgentBackend:
-        return LocalBackend(services_of(), principal_of(get_access_token()))
+        principal = principal_of(get_access_token())
+        return LocalBackend(services_of(), principal, admit_of()) if admit_of else \
+            LocalBackend(services_of(), principal)
 
     server = build_server(backend, token_verifier=ApiKeyVerifier(services_of),
                           auth=AuthSettings(issuer_url=settings.api_url, resource_server_url=None))

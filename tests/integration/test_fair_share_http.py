@@ -39,3 +39,28 @@ def test_a_limited_request_says_429_and_appends_nothing(limited: TestClient, ten
     assert limited.post("/v1/briefings", json=ask, headers=auth).status_code == 200
     again = limited.post("/v1/briefings", json=ask, headers=auth)
     assert again.status_code == 429 and again.headers["retry-after"] and again.headers["x-content-type-options"]
+
+
+def _tool(client: TestClient, key: str, name: str, arguments: dict[str, object], ident: int) -> dict[str, object]:
+    """One MCP tools/call over the app's streamable HTTP endpoint (stateless, JSON responses)."""
+    response = client.post("/mcp", headers={"Authorization": f"Bearer {key}", "Accept":
+                                            "application/json, text/event-stream", "Host": "127.0.0.1:9001"},
+                           json={"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                                 "params": {"name": name, "arguments": arguments}})
+    assert response.status_code == 200, response.text
+    result: dict[str, object] = response.json()["result"]
+    return result
+
+
+def test_mcp_tools_spend_the_same_fair_share_as_http(limited: TestClient, tenant_client: TenantFactory) -> None:
+    """An agent cannot go around its key's briefing budget through MCP: the second briefing in the same
+    second is refused as a tool error naming the limit, and its HTTP budget is the same bucket."""
+    agent = tenant_client(role="agent")
+    key = getattr(agent, "key")  # noqa: B009
+    first = _tool(limited, key, "get_briefing", {"text": "checkout errors", "services": ["checkout-api"]}, 1)
+    assert not first.get("isError"), first
+    refused = _tool(limited, key, "get_briefing", {"text": "checkout errors again"}, 2)
+    assert refused.get("isError") and "rate_limited" in str(refused["content"])
+    over_http = limited.post("/v1/briefings", json={"text": "checkout errors"},
+                             headers={"Authorization": f"Bearer {key}"})
+    assert over_http.status_code == 429
