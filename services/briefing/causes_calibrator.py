@@ -6,7 +6,9 @@ with no threshold), in the tenant's time order:
   the records approved before it (its own family and later ones left out), with the base rates of that earlier
   history: its cause, or NEW when that history had no record of its cause;
 - every `adopted` or `refuted` feedback on a briefing, the briefing's request asked again against the records
-  approved before the briefing: adopted confirms the cited family's cause, refuted rules it out.
+  approved before the briefing: adopted confirms the cited family's cause, refuted rules it out. Feedback is an
+  agent's or an engineer's, or live verification's (`collectors.verify` appends `adopted` for a hint whose checks
+  held and `refuted` for one they contradicted): `lived_feedback` reads them all.
 `run` fits with the shipped model as the prior's centre and stores the model and its figures per tenant and ranker
 model (`causes_calibration`, under RLS) in one statement; `model` reads it for a briefing (remembered per process
 for `ttl` seconds); `refresh_if_stale` starts a run on the process's one thread when the tenant's size moved by a
@@ -118,6 +120,13 @@ class Lived:
         return sum(1 for v in self.rows if _at(v) < when)
 
 
+def lived_feedback(cur: Cursor, limit: int = FEEDBACK_SAMPLE) -> list[Row]:
+    """The tenant's newest `adopted` and `refuted` feedback (an agent's, an engineer's or live verification's),
+    each with the request of the briefing it judged and when that briefing was answered."""
+    cur.execute(_FEEDBACK, (limit,))
+    return cur.fetchall()
+
+
 class CausesCalibrator:
     def __init__(self, briefing: BriefingService, ttl: float = 60.0, min_interval: float = 120.0) -> None:
         self.briefing = briefing
@@ -162,8 +171,7 @@ class CausesCalibrator:
         principal = Principal(key_id=None, tenant=tenant, project=None, role="agent", service="calibrator")
         with svc.db.tenant_transaction(tenant) as cur:
             lived = Lived.read(cur)
-            cur.execute(_FEEDBACK, (FEEDBACK_SAMPLE,))
-            feedback = cur.fetchall()
+            feedback = lived_feedback(cur)
         # (question, how many incidents came before it, its cause, the cause it refuted, its own family and
         # version: the family's current text may be this very incident's, so it is asked against the family's
         # previous version instead)

@@ -15,10 +15,12 @@ from fastapi.testclient import TestClient
 
 from schemas.ledger import envelope
 from services.api.app import create_app
+from services.briefing.causes_calibrator import lived_feedback
 from services.cli.client import OpsloreClient
 from services.collectors.observations import observation
 from services.collectors.prometheus import PrometheusCollector
 from services.collectors.signals import load_rules
+from services.common.db import Database
 from services.common.settings import Settings
 from tests.integration.helpers import eventually
 from tests.integration.prom import LivePrometheus
@@ -33,7 +35,10 @@ def client(settings: Settings, prom: LivePrometheus) -> Iterator[OpsloreClient]:
     app = create_app(settings.model_copy(update={"prometheus_url": prom.url}))
     with TestClient(app) as http:
         admin = OpsloreClient("", settings.admin_token, http=http)
-        yield OpsloreClient("", admin.create_key(f"e2e-{uuid.uuid4().hex[:8]}", "reviewer"), http=http)
+        tenant = f"e2e-{uuid.uuid4().hex[:8]}"
+        reviewer = OpsloreClient("", admin.create_key(tenant, "reviewer"), http=http)
+        reviewer.tenant = tenant  # type: ignore[attr-defined]
+        yield reviewer
 
 
 def event(kind: str, incident: str, payload: dict[str, Any], trust: str = "trusted_tool") -> dict[str, Any]:
@@ -52,7 +57,7 @@ def hint_for(client: OpsloreClient, incident: str) -> tuple[str, dict[str, Any]]
     return answer["briefing_id"], next(h for h in answer["hints"] if incident in h["source_incidents"])
 
 
-def test_collect_brief_verify_feedback(client: OpsloreClient, prom: LivePrometheus) -> None:
+def test_collect_brief_verify_feedback(client: OpsloreClient, prom: LivePrometheus, settings: Settings) -> None:
     prom.pool_pending.labels(service="checkout-api").set(240)
     prom.wait_for(QUERY, 240)
     opened = {"alert": {"name": "CheckoutErrors"}, "services": ["checkout-api"], "environment": "prod"}
@@ -100,9 +105,24 @@ def test_collect_brief_verify_feedback(client: OpsloreClient, prom: LivePromethe
 
     prom.pool_pending.labels(service="checkout-api").set(2)
     prom.wait_for(QUERY, 2)
-    briefing_id, _ = hint_for(client, past)
-    assert client.verify(briefing_id, now)["hints"][0]["verdict"] == "refuted"
+    refuted_id, _ = hint_for(client, past)
+    assert client.verify(refuted_id, now)["hints"][0]["verdict"] == "refuted"
     eventually(lambda: hint_for(client, past)[1]["confidence"] < raised["confidence"])
+
+    # both verdicts are the tenant's causes calibration data: the question each briefing asked, its cause
+    # confirmed (adopted) or ruled out (refuted), as an agent's feedback would be
+    db = Database(settings.database_url, max_size=1)
+    db.open()
+    try:
+        def judged() -> set[tuple[str, str, str]] | None:
+            with db.tenant_transaction(getattr(client, "tenant")) as cur:  # noqa: B009
+                rows = lived_feedback(cur)
+            found = {(str(r["family_id"]), r["verdict"], str(r["request"]["alert"]["name"])) for r in rows}
+            return found if len(found) == 2 else None
+
+        assert eventually(judged) == {(family, "adopted", "CheckoutErrors"), (family, "refuted", "CheckoutErrors")}
+    finally:
+        db.close()
 
 
 def test_verifying_an_unknown_briefing_is_404(client: OpsloreClient) -> None:
