@@ -6,6 +6,8 @@ cause), which the database keeps in `cause_tallies` in every writer's transactio
 per tenant, whatever the size of its history), and the records without a category (imported postmortems often
 have none: their root causes are grouped by `group_uncategorised`, never dropped). The base rates need nothing
 else (`causes.TenantHistory`).
+`sharing_services` reads, for the service priors (`causes.service_priors`), the incidents per cause among the
+current records that name one of the question's services.
 `CauseHistories` remembers the answer per tenant and project under the tenant's index size (a new approval
 moves it) for at most `ttl` seconds.
 """
@@ -103,3 +105,28 @@ class CauseHistories:
         with self._lock:
             self._known[(tenant, project)] = (now + self.ttl, size, value)
         return value
+
+
+SHARING_CAP = 5000  # incidents read per question for the service priors (the most recently valid first)
+_SHARING = f"""SELECT f.family_id::text AS family_id, v.root_cause_category AS category,
+  greatest(cardinality(v.source_incidents), 1) AS n
+  FROM memory_versions v JOIN memory_families f ON f.family_id = v.family_id AND f.current_version = v.version
+  WHERE v.state = 'active' AND f.state = 'active' AND v.services && %(services)s::text[]
+    AND (%(project)s::text IS NULL OR f.project = %(project)s)
+  ORDER BY v.valid_from DESC LIMIT {SHARING_CAP}"""
+
+
+def sharing_services(cur: Cursor, services: list[str], project: str | None, history: CauseHistory
+                     ) -> tuple[dict[str, float], dict[str, tuple[str, ...]]]:
+    """(incidents per cause, their families per cause) among the tenant's current records that name one of
+    `services` (the GIN index on the active versions' services)."""
+    cur.execute(_SHARING, {"services": services, "project": project})
+    near: dict[str, float] = {}
+    families: dict[str, list[str]] = {}
+    for r in cur.fetchall():
+        cause = history.cause_of(r["family_id"], r["category"])
+        if cause is None:
+            continue
+        near[cause] = near.get(cause, 0.0) + float(r["n"])
+        families.setdefault(cause, []).append(r["family_id"])
+    return near, {c: tuple(f[:10]) for c, f in families.items()}

@@ -42,7 +42,7 @@ from services.briefing.cache import VersionCache
 from services.briefing.calibrator import Calibrator
 from services.briefing.causes_calibrator import CausesCalibrator
 from services.briefing.facts import RecordFacts
-from services.briefing.history import CauseHistories, CauseHistory
+from services.briefing.history import CauseHistories, CauseHistory, sharing_services
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank, text_model
 from services.briefing.render import render
 from services.briefing.semantic import RECALL_K, SemanticIndex
@@ -144,31 +144,6 @@ def checks(row: Row, learned_services: tuple[str, ...], services: list[str], lim
                 query = query.replace(old, services[0])
         out.append(CheckView(source=c["source"], query=query, expect=c["expect"], signals=c.get("signals", [])))
     return out
-
-
-SHARING_CAP = 5000  # incidents read per question for the service priors (the most recently valid first)
-_SHARING = f"""SELECT f.family_id::text AS family_id, v.root_cause_category AS category,
-  greatest(cardinality(v.source_incidents), 1) AS n
-  FROM memory_versions v JOIN memory_families f ON f.family_id = v.family_id AND f.current_version = v.version
-  WHERE v.state = 'active' AND f.state = 'active' AND v.services && %(services)s::text[]
-    AND (%(project)s::text IS NULL OR f.project = %(project)s)
-  ORDER BY v.valid_from DESC LIMIT {SHARING_CAP}"""
-
-
-def history_sharing(cur: Cursor, services: list[str], project: str | None, history: CauseHistory
-                    ) -> tuple[dict[str, float], dict[str, tuple[str, ...]]]:
-    """(incidents per cause, their families per cause) among the tenant's current records that name one of
-    `services` (the GIN index on the active versions' services)."""
-    cur.execute(_SHARING, {"services": services, "project": project})
-    near: dict[str, float] = {}
-    families: dict[str, list[str]] = {}
-    for r in cur.fetchall():
-        cause = history.cause_of(r["family_id"], r["category"])
-        if cause is None:
-            continue
-        near[cause] = near.get(cause, 0.0) + float(r["n"])
-        families.setdefault(cause, []).append(r["family_id"])
-    return near, {c: tuple(f[:10]) for c, f in families.items()}
 
 
 @dataclass(frozen=True)
@@ -383,7 +358,7 @@ class BriefingService:
         near: dict[str, float] = {}
         sharing: dict[str, tuple[str, ...]] = {}
         if model.service_beta is not None and req.services:
-            near, sharing = history_sharing(cur, req.services, principal.project, history)
+            near, sharing = sharing_services(cur, req.services, principal.project, history)
         return cause_model.answer(history.history, evidence, model, req.limit, near, sharing)
 
     @staticmethod
