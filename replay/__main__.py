@@ -217,6 +217,21 @@ def within(
                           indent=1))
 
 
+@app.command("within-freeze")
+def within_freeze(
+    org: Annotated[str, typer.Option(help="the organisation's key in the split")],
+    file: Annotated[list[str], typer.Option(help="its incident files under replay/realworld/within")],
+    role: Annotated[str, typer.Option(help="dev (design may look at it) or test (asked once the design froze)")],
+    about: Annotated[str, typer.Option(help="who wrote it, when, from what")],
+) -> None:
+    """Freeze a within-organisation history into replay/realworld/within/split.yaml, once, before anything is
+    asked of it (see replay/within.py `freeze`)."""
+    from replay import within as wi
+
+    entry = wi.freeze(org, file, role, about)
+    typer.echo(f"{org}: {entry['incidents']} incidents, {entry['history']} history, sha {entry['ids_sha256']}")
+
+
 @app.command("causes-fit")
 def causes_fit(
     tenant: Annotated[str | None, typer.Option(help="reuse a tenant an earlier fit learned")] = None,

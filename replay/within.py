@@ -15,6 +15,7 @@ sequential  the first 40% learned, then each later incident asked, then learned 
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +37,29 @@ CALIBRATE_EVERY = 10
 
 def frozen() -> dict[str, Any]:
     return dict(yaml.safe_load(SPLIT.read_text(encoding="utf-8")))
+
+
+def freeze(org: str, files: list[str], role: str, about: str, path: Path = SPLIT) -> dict[str, Any]:
+    """Freeze one organisation's history into the split file, once, before anything is asked of it: its incidents
+    in time order (date, id), the first HISTORY_SHARE its history, the rest asked. The entry is appended, so the
+    split's earlier bytes stay as they were frozen."""
+    if org in frozen()["orgs"]:
+        raise ValueError(f"{org} is frozen already")
+    pms: list[rw.Postmortem] = []
+    for name in files:
+        doc = yaml.safe_load((ROOT / name).read_text(encoding="utf-8"))
+        pms += [rw.Postmortem.model_validate(i) for i in doc["incidents"]]
+    ids = [pm.id for pm in sorted(pms, key=lambda p: (p.date, p.id))]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{org}: duplicate incident ids")
+    n = round(len(ids) * float(frozen()["history_share"]))
+    entry = {"role": role, "about": about, "files": files, "incidents": len(ids), "history": n,
+             "ids_sha256": hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:16],
+             "history_ids": ids[:n], "asked_ids": ids[n:]}
+    text = yaml.safe_dump({org: entry}, allow_unicode=True, sort_keys=False, width=120)
+    with path.open("a", encoding="utf-8") as out:
+        out.write("".join(f"  {line}\n" for line in text.splitlines()))
+    return entry
 
 
 def load(org: str) -> tuple[list[rw.Postmortem], int]:
