@@ -92,10 +92,16 @@ class Postmortem(BaseModel):
 # Outside checkers hold these organisations' incident reports: our sets leave them out, whatever role the frozen
 # split gave them (35 incidents written before the rule: 3 of history, 9 of dev/test, 23 of the fresh sets).
 EXCLUDED_ORGS = frozenset({"GitHub", "Cloudflare"})
-# An incident no alert paged for was declared by hand under its own title: its alert name matches no other incident
-# (one shared placeholder would make every such record an identity match of every other), and its questions name
-# no alert.
-DECLARED = "declared by on-call: {id}"
+# An incident no alert paged for was declared by hand: its alert name matches no other incident (one shared
+# placeholder would make every such record an identity match of every other), and its questions name no alert. The
+# name is opaque: the incident's id is written after its cause ("...-redis-cache-oom"), and a record's alert name is
+# part of the question the causes calibration asks of it, so the id's words told the calibration each lived
+# question's cause (the true cause ranked first for 70% of GitLab's lived questions, 17% of its real ones).
+DECLARED = "declared by on-call #{key}"
+
+
+def declared_alert(pm_id: str) -> str:
+    return DECLARED.format(key=hashlib.sha256(pm_id.encode()).hexdigest()[:10])
 
 
 def load(directory: Path = CORPUS, split: Path | None = SPLIT,
@@ -220,7 +226,7 @@ def history_incident(pm: Postmortem) -> ScenarioIncident:
     cat = pm.cls
     events = [
         ScenarioEvent(type="incident.opened", at=_at(pm, 0), writer={"kind": "tool", "id": "alertmanager"},
-                      payload={"alert": {"name": pm.alert or DECLARED.format(id=pm.id)}, "title": pm.symptoms[:120],
+                      payload={"alert": {"name": pm.alert or declared_alert(pm.id)}, "title": pm.symptoms[:120],
                                "services": pm.services, "environment": "prod"}),
         ScenarioEvent(type="observation.recorded", at=_at(pm, 5), ref="obs",
                       writer={"kind": "tool", "id": "prometheus"},

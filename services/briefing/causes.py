@@ -520,47 +520,53 @@ def planner_checks(question: Question, model: CausesModel) -> tuple[int, int]:
 
 
 GUARD_SHARE = 1 / 3  # the newest share of the lived questions the evidence must not make longer
+GUARD_MIN_QUESTIONS = 10  # fewer known lived questions than this: the guard has nothing to say
+GUARD_BLOCK = 5  # the guard refits every this many questions (rolling origin)
 
 
 def newest_checks(questions: Sequence[Question], centre: CausesModel) -> tuple[int, int, int] | None:
-    """(checks following `centre` fitted on the questions before them, checks following the base rates, how many)
-    over the newest GUARD_SHARE of the known lived questions (time order); None with fewer than MIN_QUESTIONS
-    before them."""
+    """(checks following the causes, checks following the base rates, how many) over the newest GUARD_SHARE of
+    the known lived questions (time order), each block of GUARD_BLOCK asked with the model `fit` makes of every
+    question before it (a rolling origin: always out of sample; with fewer than MIN_QUESTIONS before it, `fit`
+    answers `centre` itself, so a young tenant's guard judges the shipped model on the tenant's own history).
+    None with fewer than GUARD_MIN_QUESTIONS known questions."""
     known = [q for q in questions if q.cause is not None]
-    cut = len(known) - max(1, round(len(known) * GUARD_SHARE)) if known else 0
-    if cut < MIN_QUESTIONS:
+    if len(known) < GUARD_MIN_QUESTIONS:
         return None
-    earlier = fit(known[:cut], centre)
+    cut = len(known) - max(1, round(len(known) * GUARD_SHARE))
     with_evidence = base = 0
-    for q in known[cut:]:
-        w, b = planner_checks(q, earlier)
-        with_evidence += w
-        base += b
+    for start in range(cut, len(known), GUARD_BLOCK):
+        earlier = fit(known[:start], centre)
+        for q in known[start:start + GUARD_BLOCK]:
+            w, b = planner_checks(q, earlier)
+            with_evidence += w
+            base += b
     return with_evidence, base, len(known) - cut
 
 
 def evidence_pays(questions: Sequence[Question], centre: CausesModel) -> tuple[bool, dict[str, int]]:
-    """Whether following the evidence costs no more checks than the base rates on the tenant's own newest lived
-    questions (`newest_checks`: the last GUARD_SHARE, asked with the model `fit` makes of the questions before
-    them). A memory that makes investigations longer should say less: when it does not pay, the calibrator serves
-    the base rates alone. Fewer than MIN_QUESTIONS questions before them: the guard has nothing to say (True)."""
+    """Whether following the evidence costs fewer checks than the base rates on the tenant's own newest lived
+    questions (`newest_checks`: the last GUARD_SHARE, each asked with the model `fit` makes of the questions
+    before it). A memory that makes investigations longer should say less, and one that makes them no shorter has
+    nothing to say: when it does not pay (a tie included), the calibrator serves the base rates alone. Fewer than
+    GUARD_MIN_QUESTIONS known questions: the guard has nothing to say (True)."""
     checks = newest_checks(questions, centre)
     if checks is None:
         return True, {"guard_questions": 0}
     with_evidence, base, n = checks
-    return with_evidence <= base, {"guard_questions": n, "guard_checks_causes": with_evidence,
+    return with_evidence < base, {"guard_questions": n, "guard_checks_causes": with_evidence,
                                    "guard_checks_base_rates": base}
 
 
 def services_pay(questions: Sequence[Question], centre: CausesModel, beta: float) -> tuple[bool, dict[str, int]]:
-    """Whether the service priors (`beta`) cost no more checks than the same model without them on the tenant's
+    """Whether the service priors (`beta`) cost fewer checks than the same model without them on the tenant's
     own newest lived questions (`newest_checks` of both): the evidence guard applied to the service priors, so a
     tenant whose services stopped telling its causes goes back to its plain base rates. Nothing to say: True."""
     on = newest_checks(questions, replace(centre, service_beta=beta))
     off = newest_checks(questions, replace(centre, service_beta=None))
     if on is None or off is None:
         return True, {}
-    return on[0] <= off[0], {"services_guard_checks_on": on[0], "services_guard_checks_off": off[0]}
+    return on[0] < off[0], {"services_guard_checks_on": on[0], "services_guard_checks_off": off[0]}
 
 
 def brier(p: Mapping[str, float], p_new: float, truth: str) -> float:

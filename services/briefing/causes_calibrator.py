@@ -3,8 +3,9 @@
 `questions` gathers them through the briefing's own retrieval and ranking (`BriefingService.retrieve`, `rank`
 with no threshold), in the tenant's time order:
 - every approved record (the newest `SAMPLE`) asked with its own symptoms, alert, services and signals against
-  the records approved before it (its own family and later ones left out), with the base rates of that earlier
-  history: its cause, or NEW when that history had no record of its cause;
+  the records approved before it, each family as it was then (`Lived.as_of`: its own as the version before it,
+  one a later recurrence replaced as its version of then; later families left out), with the base rates of that
+  earlier history: its cause, or NEW when that history had no record of its cause;
 - every `adopted` or `refuted` feedback on a briefing, the briefing's request asked again against the records
   approved before the briefing: adopted confirms the cited family's cause, refuted rules it out. Feedback is an
   agent's or an engineer's, or live verification's (`collectors.verify` appends `adopted` for a hint whose checks
@@ -60,12 +61,16 @@ _FEEDBACK = """SELECT e.payload->>'family_id' AS family_id, e.payload->>'verdict
   ORDER BY e.occurred_at DESC, e.event_id LIMIT %s"""
 
 
-def _cosine(cur: Cursor, model: str, family: str, version: int, question: Any) -> float | None:
-    """The cosine of the question and one stored version's vector (unit vectors: their dot product)."""
-    cur.execute("SELECT vector FROM version_vectors WHERE family_id = %s AND version = %s AND model = %s",
-                (family, version, model))
-    row = cur.fetchone()
-    return float(np.dot(np.asarray(row["vector"], dtype=np.float32), question)) if row else None
+def _cosines(cur: Cursor, model: str, keys: list[tuple[uuid.UUID, int]], question: Any) -> dict[tuple[str, int], float]:
+    """The cosine of the question and each of these stored versions' vectors (unit vectors: their dot product)."""
+    if not keys:
+        return {}
+    cur.execute("""SELECT w.family_id::text AS family_id, w.version, w.vector FROM version_vectors w
+                   JOIN unnest(%s::uuid[], %s::int[]) k(family_id, version)
+                     ON w.family_id = k.family_id AND w.version = k.version
+                   WHERE w.model = %s""", ([k[0] for k in keys], [k[1] for k in keys], model))
+    return {(r["family_id"], int(r["version"])): float(np.dot(np.asarray(r["vector"], dtype=np.float32), question))
+            for r in cur.fetchall()}
 
 
 def _at(row: Row) -> datetime:
@@ -105,14 +110,30 @@ class Lived:
         return cls(rows=dated, causes=labels, cause=cause)
 
     def sharing(self, n: int, services: Sequence[str]) -> dict[str, float]:
-        """Incidents per cause among the first `n` that name one of `services`."""
+        """Incidents per cause among the first `n`, counted the way a briefing counts them then
+        (`history.sharing_services`): each family as its newest version among them was, all its incidents so far
+        under that version's cause, when that version names one of `services`."""
         wanted = set(services)
         out: dict[str, float] = {}
         if not wanted:
             return out
+        newest: dict[str, tuple[Row, str]] = {}
+        incidents: dict[str, int] = {}
         for row, cause in zip(self.rows[:n], self.causes[:n], strict=True):
+            family = str(row["family_id"])
+            newest[family] = (row, cause)
+            incidents[family] = incidents.get(family, 0) + 1
+        for family, (row, cause) in newest.items():
             if wanted & set(row.get("services") or ()):
-                out[cause] = out.get(cause, 0.0) + 1.0
+                out[cause] = out.get(cause, 0.0) + incidents[family]
+        return out
+
+    def as_of(self, n: int) -> dict[str, tuple[int, str]]:
+        """Each family as it was after the first `n` incidents: its newest version among them and that version's
+        cause. A family approved later is absent; one a later recurrence replaced is its version of then."""
+        out: dict[str, tuple[int, str]] = {}
+        for row, cause in zip(self.rows[:n], self.causes[:n], strict=True):
+            out[str(row["family_id"])] = (int(row["version"]), cause)
         return out
 
     def before(self, when: datetime) -> int:
@@ -172,16 +193,16 @@ class CausesCalibrator:
         with svc.db.tenant_transaction(tenant) as cur:
             lived = Lived.read(cur)
             feedback = lived_feedback(cur)
-        # (question, how many incidents came before it, its cause, the cause it refuted, its own family and
-        # version: the family's current text may be this very incident's, so it is asked against the family's
-        # previous version instead)
-        asked: list[tuple[BriefingRequest, int, str | None, str | None, str | None, int]] = []
+        # (question, how many incidents came before it, its cause, the cause it refuted, its own family: asked
+        # against every family as it was then, its own as the version before it, for a family's current text may
+        # be this very incident's or a later one's)
+        asked: list[tuple[BriefingRequest, int, str | None, str | None, str | None]] = []
         start = max(MIN_HISTORY, len(lived.rows) - SAMPLE)
         for i in range(start, len(lived.rows)):
             req = question_of(lived.rows[i])
             if req is not None:
                 row = lived.rows[i]
-                asked.append((req, i, lived.causes[i], None, str(row["family_id"]), int(row["version"])))
+                asked.append((req, i, lived.causes[i], None, str(row["family_id"])))
         for f in reversed(feedback):
             cause = lived.cause.get(str(f["family_id"]))
             try:
@@ -191,32 +212,30 @@ class CausesCalibrator:
             if cause is not None:
                 adopted = f["verdict"] == "adopted"
                 asked.append((req, lived.before(f["created_at"]), cause if adopted else None,
-                              None if adopted else cause, None, 0))
+                              None if adopted else cause, None))
         out: list[Question] = []
         name = "lexical"
-        for req, n, cause, refuted, family, version in asked:
+        for req, n, cause, refuted, family in asked:
             if n < MIN_HISTORY:
                 continue
             history = TenantHistory.of_sequence(lived.causes[:n])
-            earlier = {str(v["family_id"]) for v in lived.rows[:n]} - {family}
+            was = lived.as_of(n)  # every family as it was when the question was asked (its own: the version before)
             question = svc.embed(req)
             with svc.db.tenant_transaction(tenant) as cur:
                 found = svc.retrieve(cur, principal, req, now, question)
-            policy = svc.policy(now, found.similarities is not None, threshold=0.0)
-            name = policy.model.name
-            rows = [r for r in found.rows if str(r.family_id) in earlier]
-            similarities = found.similarities
-            if family is not None and version > 1:  # a recurrence approved into its family: the family as it was
-                with svc.db.tenant_transaction(tenant) as cur:
-                    was = retrieval.version_facts(cur, [(uuid.UUID(family), version - 1)])
-                    if was and similarities is not None and question.vector is not None and svc.semantic is not None:
-                        cosine = _cosine(cur, svc.semantic.model, family, version - 1, question.vector)
-                        similarities = {**similarities, **({(family, version - 1): cosine} if cosine is not None
-                                                           else {})}
-                rows += was
+                policy = svc.policy(now, found.similarities is not None, threshold=0.0)
+                name = policy.model.name
+                rows = [r for r in found.rows if str(r.family_id) in was and r.version == was[str(r.family_id)][0]]
+                kept = {str(r.family_id) for r in rows}
+                older = sorted({str(r.family_id) for r in found.rows} | ({family} if family else set()))
+                older = [f for f in older if f in was and f not in kept]
+                keys = [(uuid.UUID(f), was[f][0]) for f in older]
+                rows += retrieval.version_facts(cur, keys)
+                similarities = found.similarities
+                if similarities is not None and question.vector is not None and svc.semantic is not None:
+                    similarities = {**similarities, **_cosines(cur, svc.semantic.model, keys, question.vector)}
             ranked = rank(found.query, rows, policy, 10, similarities, found.stats)
-            evidence = causes.gather(causes.candidate(lived.cause[str(s.facts.family_id)], s)
-                                     for s in ranked.candidates)
+            evidence = causes.gather(causes.candidate(was[str(s.facts.family_id)][1], s) for s in ranked.candidates)
             label = None if cause is None else cause if cause in history.counts else NEW
             out.append(Question(history, evidence, cause=label,
                                 refuted=refuted if refuted in history.counts else None,

@@ -6,6 +6,7 @@ import math
 import random
 import uuid
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from services.briefing.causes import (
     follow_causes,
     posterior,
 )
+from services.briefing.causes_calibrator import Lived
 from services.briefing.history import group_uncategorised
 from services.briefing.render import render_causes
 
@@ -236,7 +238,50 @@ def test_evidence_that_made_the_newest_investigations_longer_is_turned_off() -> 
     assert not pays and report["guard_checks_causes"] > report["guard_checks_base_rates"]
     pays, report = causes.evidence_pays(_lived(90, right_until=90), centre)
     assert pays and report["guard_checks_causes"] < report["guard_checks_base_rates"]
-    assert causes.evidence_pays(_lived(20, right_until=0), centre) == (True, {"guard_questions": 0})
+    assert causes.evidence_pays(_lived(causes.GUARD_MIN_QUESTIONS - 1, right_until=0), centre) == (
+        True, {"guard_questions": 0})
+    # a young tenant (too few questions to fit its own model): the guard judges the shipped model on its history
+    pays, report = causes.evidence_pays(_lived(causes.MIN_QUESTIONS, right_until=0), centre)
+    assert not pays and report["guard_questions"] > 0
+
+
+def test_evidence_that_makes_the_newest_investigations_no_shorter_is_turned_off() -> None:
+    """Evidence that only ever backs the cause the base rates check first anyway saves no check: a tie is no
+    benefit, so the tenant is served its base rates."""
+    rng = random.Random(11)
+    seen = ["db", "db", "net", "disk"]
+    lived = []
+    for _ in range(60):
+        truth = rng.choices(["db", "net", "disk"], weights=[6, 3, 1])[0]
+        lived.append(Question(TenantHistory.of_sequence(seen), {"db": ev(0.9, 1.0)} if truth == "db" else {},
+                              cause=truth))
+        seen.append(truth)
+    pays, report = causes.evidence_pays(lived, CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT)))
+    assert report["guard_checks_causes"] == report["guard_checks_base_rates"] and not pays
+
+
+def test_a_lived_question_counts_sharing_incidents_as_a_briefing_did_then() -> None:
+    """A family's incidents count under its newest version as it was when the question was asked (what
+    `history.sharing_services` reads at that time): its services and its cause then, all its incidents so far."""
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+
+    def version(family: str, v: int, day: int, services: list[str], category: str) -> dict[str, object]:
+        return {"family_id": family, "version": v, "observed_at": at + timedelta(days=day), "valid_from": at,
+                "services": services, "root_cause_category": category, "root_cause": category,
+                "summary": category, "family_state": "active"}
+
+    rows = [version("f1", 1, 0, ["api"], "db"), version("f2", 1, 1, ["web"], "net"),
+            version("f1", 2, 2, ["web"], "db"), version("f1", 3, 3, ["queue"], "disk")]
+    lived = Lived.of(rows, [rows[1], rows[3]])
+    assert lived.sharing(1, ["api"]) == {"db": 1.0}
+    assert lived.sharing(2, ["web"]) == {"net": 1.0}
+    assert lived.sharing(3, ["web"]) == {"net": 1.0, "db": 2.0}  # f1 as its version 2 was: web, two incidents
+    assert lived.sharing(3, ["api"]) == {}  # f1's newest version no longer names api
+    assert lived.sharing(4, ["queue"]) == {"disk": 3.0}
+    # what a lived question is asked against: every family as it was then, never a later recurrence's text
+    assert lived.as_of(1) == {"f1": (1, "db")}
+    assert lived.as_of(3) == {"f1": (2, "db"), "f2": (1, "net")}
+    assert lived.as_of(4)["f1"] == (3, "disk")
 
 
 def test_planner_checks_count_a_novel_incident_by_its_evidence_causes() -> None:
