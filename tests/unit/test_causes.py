@@ -243,6 +243,10 @@ def test_evidence_that_made_the_newest_investigations_longer_is_turned_off() -> 
     # a young tenant (too few questions to fit its own model): the guard judges the shipped model on its history
     pays, report = causes.evidence_pays(_lived(causes.MIN_QUESTIONS, right_until=0), centre)
     assert not pays and report["guard_questions"] > 0
+    # evidence that helped, but on a window too short to prove it: not proven, the base rates
+    pays, report = causes.evidence_pays(_lived(3 * causes.GUARD_WINDOW - 3, right_until=90), centre)
+    assert report["guard_questions"] < causes.GUARD_WINDOW and not pays
+    assert report["guard_checks_causes"] < report["guard_checks_base_rates"]
 
 
 def test_evidence_that_makes_the_newest_investigations_no_shorter_is_turned_off() -> None:
