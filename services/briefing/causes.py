@@ -529,8 +529,7 @@ def newest_checks(questions: Sequence[Question], centre: CausesModel) -> tuple[i
     """(checks following the causes, checks following the base rates, how many) over the newest GUARD_SHARE of
     the known lived questions (time order), each block of GUARD_BLOCK asked with the model `fit` makes of every
     question before it (a rolling origin: always out of sample; with fewer than MIN_QUESTIONS before it, `fit`
-    answers `centre` itself, so a young tenant's guard judges the shipped model on the tenant's own history).
-    None with fewer than GUARD_MIN_QUESTIONS known questions."""
+    answers `centre` itself). None with fewer than GUARD_MIN_QUESTIONS known questions."""
     known = [q for q in questions if q.cause is not None]
     if len(known) < GUARD_MIN_QUESTIONS:
         return None
@@ -552,8 +551,9 @@ def evidence_pays(questions: Sequence[Question], centre: CausesModel) -> tuple[b
     nothing to say: when it does not pay (a tie included), or when the window holds fewer than GUARD_WINDOW
     questions to prove it (the first held-out run of this guard, on four organisations' own histories, lost
     checks on each tenant whose window held 8 or 9: Slack 1.34x, Fly.io 1.22x), the calibrator serves the base
-    rates alone. Fewer than GUARD_MIN_QUESTIONS known questions: a tenant too young to judge answers with the
-    shipped model (True)."""
+    rates alone. So: fewer than GUARD_MIN_QUESTIONS known questions, a tenant too young to judge answers with the
+    shipped model (True); fewer than 3 x GUARD_WINDOW, the evidence is not proven (False, the window's figures
+    reported all the same); from there on, it must cost fewer checks than the base rates in the window."""
     checks = newest_checks(questions, centre)
     if checks is None:
         return True, {"guard_questions": 0}

@@ -240,7 +240,7 @@ def test_evidence_that_made_the_newest_investigations_longer_is_turned_off() -> 
     assert pays and report["guard_checks_causes"] < report["guard_checks_base_rates"]
     assert causes.evidence_pays(_lived(causes.GUARD_MIN_QUESTIONS - 1, right_until=0), centre) == (
         True, {"guard_questions": 0})
-    # a young tenant (too few questions to fit its own model): the guard judges the shipped model on its history
+    # a young tenant (too few questions to fit its own model, a window under GUARD_WINDOW): not proven
     pays, report = causes.evidence_pays(_lived(causes.MIN_QUESTIONS, right_until=0), centre)
     assert not pays and report["guard_questions"] > 0
     # evidence that helped, but on a window too short to prove it: not proven, the base rates
