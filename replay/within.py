@@ -42,20 +42,26 @@ def frozen() -> dict[str, Any]:
     return dict(yaml.safe_load(SPLIT.read_text(encoding="utf-8")))
 
 
-def freeze(org: str, files: list[str], role: str, about: str, path: Path = SPLIT) -> dict[str, Any]:
-    """Freeze one organisation's history into the split file, once, before anything is asked of it: its incidents
-    in time order (date, id), the first HISTORY_SHARE its history, the rest asked. The entry is appended, so the
-    split's earlier bytes stay as they were frozen."""
-    if org in frozen()["orgs"]:
-        raise ValueError(f"{org} is frozen already")
+def incidents(files: list[str]) -> list[rw.Postmortem]:
+    """The incidents of these files under `ROOT`, as written."""
     pms: list[rw.Postmortem] = []
     for name in files:
         doc = yaml.safe_load((ROOT / name).read_text(encoding="utf-8"))
         pms += [rw.Postmortem.model_validate(i) for i in doc["incidents"]]
-    ids = [pm.id for pm in sorted(pms, key=lambda p: (p.date, p.id))]
+    return pms
+
+
+def freeze(org: str, files: list[str], role: str, about: str, path: Path = SPLIT) -> dict[str, Any]:
+    """Freeze one organisation's history into the split file, once, before anything is asked of it: its incidents
+    in time order (date, id), the split's `history_share` its history, the rest asked. The entry is appended, so the
+    split's earlier bytes stay as they were frozen."""
+    split = dict(yaml.safe_load(path.read_text(encoding="utf-8")))
+    if org in split["orgs"]:
+        raise ValueError(f"{org} is frozen already")
+    ids = [pm.id for pm in sorted(incidents(files), key=lambda p: (p.date, p.id))]
     if len(set(ids)) != len(ids):
         raise ValueError(f"{org}: duplicate incident ids")
-    n = round(len(ids) * float(frozen()["history_share"]))
+    n = round(len(ids) * float(split["history_share"]))
     entry = {"role": role, "about": about, "files": files, "incidents": len(ids), "history": n,
              "ids_sha256": hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:16],
              "history_ids": ids[:n], "asked_ids": ids[n:]}
@@ -68,11 +74,7 @@ def freeze(org: str, files: list[str], role: str, about: str, path: Path = SPLIT
 def load(org: str) -> tuple[list[rw.Postmortem], int]:
     """The organisation's incidents in time order with their frozen roles, and how many are history."""
     spec = frozen()["orgs"][org]
-    pms: list[rw.Postmortem] = []
-    for name in spec["files"]:
-        doc = yaml.safe_load((ROOT / name).read_text(encoding="utf-8"))
-        pms += [rw.Postmortem.model_validate(i) for i in doc["incidents"]]
-    by_id = {pm.id: pm for pm in pms}
+    by_id = {pm.id: pm for pm in incidents(spec["files"])}
     ordered = [by_id[i] for i in [*spec["history_ids"], *spec["asked_ids"]]]
     seen = {pm.cls for pm in ordered[:spec["history"]]}
     later: list[rw.Role] = ["test" if pm.cls in seen else "test_novel" for pm in ordered[spec["history"]:]]
