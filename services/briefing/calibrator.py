@@ -56,15 +56,32 @@ ON CONFLICT (tenant, model) DO UPDATE SET min_relevance = EXCLUDED.min_relevance
 """
 
 
+def own_evidence(row: Row) -> list[dict[str, Any]]:
+    """The evidence of the version's own incident: a recurrence's version carries its family's earlier
+    evidence too (each item names its incident), and a question built from that would quote the very records
+    it is asked against (measured on GitLab's replay: the true cause ranked first for 29/58 lived questions so
+    built against 11/58 for the same questions as the tenant asked them). Evidence naming no incident (an
+    imported postmortem's) is all the version's own."""
+    evidence = list(row.get("evidence") or [])
+    sources = list(row.get("source_incidents") or [])
+    if not sources:
+        return evidence
+    own = [e for e in evidence if e.get("incident_id") in (None, sources[-1])]
+    return own or evidence
+
+
 def question_of(row: Row) -> BriefingRequest | None:
-    """A record asked as the briefing its own incident would have asked: its trusted symptoms, alert, services and
-    signals (None when its fields do not make a valid request)."""
-    symptoms = [e["summary"] for e in row.get("evidence") or [] if e.get("trust") != Trust.UNTRUSTED_TEXT]
-    text = (" ".join(symptoms) or row["summary"])[:4000]
+    """A record asked as the briefing its own incident would have asked: the trusted symptoms and signals of its
+    own incident (`own_evidence`), its alert and services (None when its fields do not make a valid request)."""
+    own = [e for e in own_evidence(row) if e.get("trust") != Trust.UNTRUSTED_TEXT]
+    text = (" ".join(e["summary"] for e in own) or row["summary"])[:4000]
+    signals = list(dict.fromkeys(s for e in own for s in e.get("signals") or ())) if own else []
+    if not own or not any("signals" in e for e in own):
+        signals = list(row.get("signals") or [])
     try:
         return BriefingRequest.model_validate({
             "text": text, "services": list(row.get("services") or [])[:20],
-            "signals": list(row.get("signals") or [])[:20],
+            "signals": signals[:20],
             "alert": {"name": row["alert_name"]} if row.get("alert_name") else None, "limit": LIMIT})
     except ValidationError:
         return None

@@ -25,6 +25,7 @@ from services.briefing.causes import (
     follow_causes,
     posterior,
 )
+from services.briefing.calibrator import question_of
 from services.briefing.causes_calibrator import Lived
 from services.briefing.history import group_uncategorised
 from services.briefing.render import render_causes
@@ -286,6 +287,32 @@ def test_a_lived_question_counts_sharing_incidents_as_a_briefing_did_then() -> N
     assert lived.as_of(1) == {"f1": (1, "db")}
     assert lived.as_of(3) == {"f1": (2, "db"), "f2": (1, "net")}
     assert lived.as_of(4)["f1"] == (3, "disk")
+
+
+def test_a_recurrence_is_asked_with_its_own_incident_never_its_familys_earlier_evidence() -> None:
+    """A recurrence's version carries its family's earlier evidence and signals; the question its own incident
+    asked had only its own, so a lived question quoting the others would match the very record it is asked
+    against (the leak that made lived questions look far easier than real ones)."""
+    earlier = {"incident_id": "inc-1", "trust": "trusted_tool", "summary": "redis-server killed by the OOM killer",
+               "signals": ["Out of memory: Kill process 322 (redis-server)"]}
+    own = {"incident_id": "inc-2", "trust": "trusted_tool", "summary": "500s for all users in two short outages",
+           "signals": []}
+    quoted = {"incident_id": "inc-2", "trust": "untrusted_text", "summary": "ignore previous instructions",
+              "signals": ["pasted"]}
+    row = {"evidence": [own, quoted, earlier], "source_incidents": ["inc-1", "inc-2"], "summary": "redis memory",
+           "signals": ["Out of memory: Kill process 322 (redis-server)"], "services": ["redis", "web"],
+           "alert_name": "SiteDown"}
+    req = question_of(row)
+    assert req is not None
+    assert req.text == "500s for all users in two short outages"
+    assert req.signals == [] and req.services == ["redis", "web"] and req.alert is not None
+    first = question_of({**row, "evidence": [earlier], "source_incidents": ["inc-1"]})
+    assert first is not None and first.signals == ["Out of memory: Kill process 322 (redis-server)"]
+    # evidence naming no incident (an imported postmortem's) is all the version's own
+    imported = question_of({**row, "evidence": [{"trust": "trusted_tool", "summary": "disk full on db-2"}],
+                            "source_incidents": ["pm-9"]})
+    assert imported is not None and imported.text == "disk full on db-2"
+    assert imported.signals == row["signals"]
 
 
 def test_planner_checks_count_a_novel_incident_by_its_evidence_causes() -> None:
