@@ -256,9 +256,9 @@ class CausesCalibrator:
         report = evaluate(questions, {"base_rates": CausesModel.base_rates(), "shipped": shipped, "fitted": fitted})
         pays, guard = causes.evidence_pays(questions, centre)
         report.update(guard, **services_guard, evidence_pays=pays, service_beta=beta)
-        if not pays:  # following the evidence made the tenant's newest investigations longer: say less
-            fitted = replace(CausesModel.base_rates(), source="base rates (evidence cost checks in this tenant's "
-                             "history)", questions=len(questions))
+        if pays is False:  # the evidence did not shorten the tenant's newest investigations: say less
+            fitted = replace(CausesModel.base_rates(), source="base rates (the evidence did not shorten this "
+                             "tenant's investigations)", questions=len(questions))
         self._store(tenant, name, fitted, records, len(questions), report)
         return name, fitted, report
 

@@ -240,14 +240,22 @@ def test_evidence_that_made_the_newest_investigations_longer_is_turned_off() -> 
     pays, report = causes.evidence_pays(_lived(90, right_until=90), centre)
     assert pays and report["guard_checks_causes"] < report["guard_checks_base_rates"]
     assert causes.evidence_pays(_lived(causes.GUARD_MIN_QUESTIONS - 1, right_until=0), centre) == (
-        True, {"guard_questions": 0})
-    # a young tenant (too few questions to fit its own model, a window under GUARD_WINDOW): not proven
+        None, {"guard_questions": 0})  # too young to judge: the shipped model
+    # a young tenant (too few questions to fit its own model): the shipped centre did not shorten them
     pays, report = causes.evidence_pays(_lived(causes.MIN_QUESTIONS, right_until=0), centre)
-    assert not pays and report["guard_questions"] > 0
-    # evidence that helped, but on a window too short to prove it: not proven, the base rates
-    pays, report = causes.evidence_pays(_lived(3 * causes.GUARD_WINDOW - 3, right_until=90), centre)
-    assert report["guard_questions"] < causes.GUARD_WINDOW and not pays
-    assert report["guard_checks_causes"] < report["guard_checks_base_rates"]
+    assert pays is False and report["guard_questions"] > 0
+
+
+def test_the_guard_asks_for_confidence_not_a_lucky_total() -> None:
+    """A window whose total favours the evidence by one question's luck is not proof; a few large wins against
+    many small losses are, when they outweigh them with confidence (the cross-organisation shape)."""
+    lucky = [(1, 1)] * 8 + [(1, 4), (3, 1)]  # 10 questions: causes 12 checks, base rates 14, one win one loss
+    assert sum(w for w, _ in lucky) < sum(b for _, b in lucky)
+    assert causes.checks_saved_lower_bound(lucky) < 0
+    few_large = [(1, 9)] * 6 + [(2, 1)] * 8 + [(1, 1)] * 16
+    assert causes.checks_saved_lower_bound(few_large) > 0
+    assert causes.checks_saved_lower_bound([(1, 3)]) == -math.inf  # one question proves nothing
+    assert causes.checks_saved_lower_bound([(1, 3)] * 5) > 0  # the same gain every time: certain
 
 
 def test_evidence_that_makes_the_newest_investigations_no_shorter_is_turned_off() -> None:
