@@ -96,8 +96,8 @@ EXCLUDED_ORGS = frozenset({"GitHub", "Cloudflare"})
 # placeholder would make every such record an identity match of every other), and its questions name no alert. The
 # name is opaque: the incident's id is written after its cause ("...-redis-cache-oom"), and a record's alert name is
 # part of the question the causes calibration asks of it, so the id's words would name each lived question's cause.
-# (Measured on GitLab, making it opaque did not close the gap between lived and real questions: the true cause's
-# records still rank first for 65% of the lived ones against 17% of the real ones; see docs/evaluation.md.)
+# (The gap between lived and real questions it was meant to close came from elsewhere: a recurrence's lived
+# question quoted its family's earlier evidence, fixed in `calibrator.question_of`; see docs/evaluation.md.)
 DECLARED = "declared by on-call #{key}"
 
 
