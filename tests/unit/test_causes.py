@@ -13,6 +13,7 @@ import pytest
 
 from schemas.api import CauseView
 from services.briefing import causes
+from services.briefing.calibrator import question_of
 from services.briefing.causes import (
     NEW,
     CauseEvidence,
@@ -25,7 +26,6 @@ from services.briefing.causes import (
     follow_causes,
     posterior,
 )
-from services.briefing.calibrator import question_of
 from services.briefing.causes_calibrator import Lived
 from services.briefing.history import group_uncategorised
 from services.briefing.render import render_causes
