@@ -75,8 +75,9 @@ def question_of(row: Row) -> BriefingRequest | None:
     own incident (`own_evidence`), its alert and services (None when its fields do not make a valid request)."""
     own = [e for e in own_evidence(row) if e.get("trust") != Trust.UNTRUSTED_TEXT]
     text = (" ".join(e["summary"] for e in own) or row["summary"])[:4000]
-    signals = list(dict.fromkeys(s for e in own for s in e.get("signals") or ())) if own else []
-    if not own or not any("signals" in e for e in own):
+    if any("signals" in e for e in own):
+        signals = list(dict.fromkeys(s for e in own for s in e.get("signals") or ()))
+    else:  # evidence that records no signals of its own: the version's
         signals = list(row.get("signals") or [])
     try:
         return BriefingRequest.model_validate({
