@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 SAMPLE = 300  # newest records asked per run (~40 ms each with the embedding)
 FEEDBACK_SAMPLE = 500
 MIN_HISTORY = 5  # a record is asked once this many records were approved before it
+YOUNG = causes.MIN_QUESTIONS + MIN_HISTORY  # fewer records: `run_young` (no lived question could be fitted)
+YOUNG_INTERVAL = 5.0  # seconds between two floor runs of one tenant (each asks its records once: under a second)
 _READ = "SELECT model_doc, records, questions FROM causes_calibration WHERE model = %s"
 _WRITE = """
 INSERT INTO causes_calibration (tenant, model, model_doc, records, questions, report)
@@ -156,6 +158,7 @@ class CausesCalibrator:
         self._read: dict[tuple[str, str], tuple[float, CausesModel | None, int | None]] = {}
         self._lock = threading.Lock()
         self.runs = TenantRuns("causes-calibration", min_interval)
+        self.young_runs = TenantRuns("causes-floor", YOUNG_INTERVAL)  # a young tenant's floor: under a second
 
     def model(self, cur: Cursor, tenant: str, ranker_model: str) -> CausesModel:
         """The tenant's calibrated causes model for `ranker_model`, else the shipped one."""
@@ -175,15 +178,35 @@ class CausesCalibrator:
         return hit[1] if hit[1] is not None else causes.shipped_causes_model(ranker_model)
 
     def refresh_if_stale(self, tenant: str, ranker_model: str, records: int) -> None:
-        """Start a run in the background when the tenant's calibration is missing or its size moved."""
-        if records < causes.MIN_QUESTIONS + MIN_HISTORY:
+        """Start a run in the background when the tenant's calibration is missing or its size moved: a young
+        tenant's (under YOUNG records) only its evidence floor (`run_young`), at every new record; from YOUNG
+        records the whole calibration, when the size moved by a tenth (or 10 records)."""
+        if records < 2:
             return
         with self._lock:
             hit = self._read.get((tenant, ranker_model))
         known = hit[2] if hit else None
-        if hit is None or (known is not None and abs(records - known) < max(10, known // 10)):
+        young = records < YOUNG
+        if hit is None or (known is not None and abs(records - known) < (1 if young else max(10, known // 10))):
             return
-        self.runs.start(tenant, lambda t: self.run(t)[2])
+        if young:
+            self.young_runs.start(tenant, lambda t: self.run_young(t)[2])
+        else:
+            self.runs.start(tenant, lambda t: self.run(t)[2])
+
+    def run_young(self, tenant: str, now: datetime | None = None) -> tuple[str, CausesModel, dict[str, Any]]:
+        """A young tenant's calibration: the shipped model behind the tenant's evidence floor
+        (`causes.unrelated_floor` of `unrelated`). Too few lived questions to fit or judge anything else."""
+        asked, samples = self.unrelated(tenant, now)
+        with self.briefing.db.tenant_transaction(tenant) as cur:
+            records = len(Lived.read(cur).rows)
+        name = asked or self.briefing.policy(now or datetime.now(UTC), self.briefing.semantic is not None).model.name
+        floor = causes.unrelated_floor(samples)
+        model = replace(causes.shipped_causes_model(name), evidence_floor=floor,
+                        source="shipped, behind this young tenant's evidence floor")
+        report = {"questions": 0, "unrelated_samples": len(samples), "evidence_floor": floor}
+        self._store(tenant, name, model, records, 0, report)
+        return name, model, report
 
     def questions(self, tenant: str, now: datetime | None = None) -> tuple[str, list[Question], int]:
         """(ranker model, the tenant's lived questions oldest first, its active records)."""
@@ -242,11 +265,45 @@ class CausesCalibrator:
                                 near=lived.sharing(n, req.services)))
         return name, out, len(lived.rows)
 
+    def unrelated(self, tenant: str, now: datetime | None = None) -> tuple[str | None, list[float]]:
+        """How alike the tenant's unrelated incidents look (`causes.unrelated_floor`'s samples): each active
+        family's newest incident asked as its own briefing (`question_of`) against every current record (the
+        briefing's retrieval and ranking, no threshold), the best relevance of a record of another cause. Not a
+        question of time order: no cause is predicted, only how near records of different causes come. Returns
+        the ranker model that answered (None when nothing was asked) and the samples."""
+        svc = self.briefing
+        now = now or datetime.now(UTC)
+        principal = Principal(key_id=None, tenant=tenant, project=None, role="agent", service="calibrator")
+        with svc.db.tenant_transaction(tenant) as cur:
+            lived = Lived.read(cur)
+        newest = {str(r["family_id"]): r for r in lived.rows}  # dated order: the last is the newest
+        if len(set(lived.cause.values())) < 2:
+            return None, []
+        name: str | None = None
+        out: list[float] = []
+        for family, row in list(newest.items())[-SAMPLE:]:
+            req = question_of(row)
+            if req is None or family not in lived.cause:
+                continue
+            question = svc.embed(req)
+            with svc.db.tenant_transaction(tenant) as cur:
+                found = svc.retrieve(cur, principal, req, now, question)
+                policy = svc.policy(now, found.similarities is not None, threshold=0.0)
+                ranked = rank(found.query, found.rows, policy, 10, found.similarities, found.stats)
+            name = policy.model.name
+            own = lived.cause[family]
+            out.append(max((s.relevance for s in ranked.candidates
+                            if lived.cause.get(str(s.facts.family_id), own) != own), default=0.0))
+        return name, out
+
     def run(self, tenant: str, now: datetime | None = None) -> tuple[str, CausesModel, dict[str, Any]]:
-        """Calibrate `tenant`'s causes model now and store it."""
+        """Calibrate `tenant`'s causes model now and store it. A tenant its guard cannot judge yet (too few lived
+        questions: `causes.guard_judges`) keeps the shipped weights behind its evidence floor."""
         name, questions, records = self.questions(tenant, now)
+        floor = None if causes.guard_judges(questions) else causes.unrelated_floor(self.unrelated(tenant, now)[1])
+        questions = [replace(q, evidence=causes.distinct(q.evidence, floor)) for q in questions]
         beta = causes.fit_service_beta(questions)
-        shipped = causes.shipped_causes_model(name)
+        shipped = replace(causes.shipped_causes_model(name), evidence_floor=floor)
         services_guard: dict[str, int] = {}
         if beta is not None:
             services_ok, services_guard = causes.services_pay(questions, shipped, beta)
@@ -255,7 +312,7 @@ class CausesCalibrator:
         fitted = causes.fit(questions, centre)
         report = evaluate(questions, {"base_rates": CausesModel.base_rates(), "shipped": shipped, "fitted": fitted})
         pays, guard = causes.evidence_pays(questions, centre)
-        report.update(guard, **services_guard, evidence_pays=pays, service_beta=beta)
+        report.update(guard, **services_guard, evidence_pays=pays, service_beta=beta, evidence_floor=floor)
         if pays is False:  # the evidence did not shorten the tenant's newest investigations: say less
             fitted = replace(CausesModel.base_rates(), source="base rates (the evidence did not shorten this "
                              "tenant's investigations)", questions=len(questions))
@@ -273,6 +330,7 @@ class CausesCalibrator:
 
     def close(self) -> None:
         self.runs.close()
+        self.young_runs.close()
 
 
 def evaluate(questions: Sequence[Question], models: dict[str, CausesModel]) -> dict[str, Any]:

@@ -4,14 +4,18 @@ tenant's calibration (its own lived questions and its feedback) stored under RLS
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from schemas.api import BriefingRequest
+from services.briefing import causes
 from services.briefing.causes import TenantHistory
 from services.briefing.causes_calibrator import CausesCalibrator
 from services.briefing.service import BriefingService
 from services.cli.client import ApiError, OpsloreClient
+from services.common.auth import Principal
 from services.common.db import Database
 from services.common.settings import Settings
 from tests.conftest import TenantFactory
@@ -135,6 +139,50 @@ def test_the_tenant_calibrates_its_causes_under_rls_and_learns_from_feedback(
     finally:
         service.close()
         db.close()
+
+
+def test_a_young_tenant_answers_behind_its_evidence_floor(tenant_client: TenantFactory, settings: Settings) -> None:
+    client = with_history(tenant_client)
+    tenant = getattr(client, "tenant")  # noqa: B009
+    db = Database(settings.database_url, max_size=2)
+    db.open()
+    service = BriefingService(db, settings)
+    try:
+        calibrator = CausesCalibrator(service)
+        name, samples = calibrator.unrelated(tenant)
+        assert name and len(samples) == len(HISTORY)  # every record has a record of another cause to be near
+        # a young tenant's background run: at its first briefing, the floor alone (no lived question is fitted)
+        with db.tenant_transaction(tenant) as cur:
+            assert calibrator.model(cur, tenant, name).evidence_floor is None  # nothing stored yet
+        calibrator.refresh_if_stale(tenant, name, len(HISTORY))
+        stored = eventually(lambda: _stored(db, tenant))
+        assert stored["model_doc"]["evidence_floor"] == causes.unrelated_floor(samples)
+        assert stored["model_doc"]["source"].startswith("shipped") and stored["records"] == len(HISTORY)
+        # a floor above every record: the base rates themselves and no hint; an identity match still stands out
+        service.causes_calibrator._store(tenant, name, replace(causes.shipped_causes_model(name), evidence_floor=1.0),
+                                         len(HISTORY), 0, {})
+        agent = Principal(key_id=None, tenant=tenant, project="default", role="agent", service="test")
+        priors, p_new = TenantHistory({"db_connection_pool": 3, "dns": 1, "disk_full": 1,
+                                       "certificate_expiry": 1}).priors()
+        plain = service.brief(agent, BriefingRequest(text="pending database connections climbing on the checkout "
+                                                          "api", services=["checkout-api"]))
+        assert plain.hints == [] and all(c.basis == "prior" for c in plain.causes)
+        assert plain.novelty == round(p_new, 4)
+        assert {c.category: c.probability for c in plain.causes} == {c: round(p, 4) for c, p in priors.items()}
+        same = service.brief(agent, BriefingRequest.model_validate({
+            "alert": {"name": "HighErrorRate"}, "services": ["edge-proxy"], "signals": ["tls_handshake_failure"],
+            "text": "tls_handshake_failure observed"}))
+        assert same.causes[0].category == "certificate_expiry" and same.causes[0].basis == "evidence"
+    finally:
+        service.close()
+        db.close()
+
+
+def _stored(db: Database, tenant: str) -> dict[str, Any] | None:
+    with db.tenant_transaction(tenant) as cur:
+        cur.execute("SELECT model_doc, records FROM causes_calibration")
+        row = cur.fetchone()
+    return dict(row) if row else None
 
 
 _RECOUNT = """SELECT v.root_cause_category AS category, sum(greatest(cardinality(v.source_incidents), 1)) AS n

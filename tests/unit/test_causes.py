@@ -403,3 +403,60 @@ def test_the_service_priors_are_dropped_when_they_cost_checks_on_the_newest_live
     assert beta is not None  # over the whole history, services still look telling
     pays, figures = causes.services_pay(moved, CausesModel.base_rates(), beta)
     assert not pays and figures["services_guard_checks_on"] > figures["services_guard_checks_off"]
+
+
+def test_the_unrelated_floor_is_the_conformal_order_statistic_of_its_samples() -> None:
+    assert causes.unrelated_floor([]) is None
+    # under level / (1 - level) = 9 samples the bound is the largest one (a 1 / (n + 1) chance to be passed)
+    assert causes.unrelated_floor([0.2, 0.05, 0.1]) == 0.2
+    samples = [i / 100 for i in range(1, 20)]  # 19 samples: the ceil(0.9 * 20) = 18th smallest
+    assert causes.unrelated_floor(samples) == 0.18
+    assert causes.unrelated_floor(list(reversed(samples))) == 0.18
+    # a new draw exchangeable with 19 samples clears their floor 1 - 18/20 = 10% of the time (averaged over samples)
+    rng = random.Random(7)
+    cleared = 0
+    for _ in range(2000):
+        floor = causes.unrelated_floor([rng.random() for _ in range(19)])
+        assert floor is not None
+        cleared += rng.random() > floor
+    assert 0.085 < cleared / 2000 < 0.115
+
+
+def test_evidence_that_does_not_stand_out_from_unrelated_incidents_is_none_at_all() -> None:
+    spike = {"a": ev(0.25), "b": ev(0.23)}
+    assert causes.distinct(spike, None) == spike
+    assert causes.distinct(spike, 0.24) == spike  # one record stands out: all of the question's evidence stays
+    assert causes.distinct(spike, 0.26) == {}
+    assert causes.distinct({"a": ev(0.05, identity=0.6)}, 0.3) == {"a": ev(0.05, identity=0.6)}  # same alert
+
+
+def test_a_young_tenants_evidence_below_its_floor_answers_with_the_base_rates() -> None:
+    h = TenantHistory({"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1})
+    shipped = CausesModel(weights=(-2.0, 1.5, causes.IDENTITY_WEIGHT), novel_bias=0.9, novel_relevance=0.7)
+    alike = {"e": ev(0.25, families=("fe",)), "b": ev(0.05, families=("fb",))}  # "e" last in the base-rate order
+    without = answer(h, alike, shipped)
+    assert without.evidence  # the shipped model alone marks the spike
+    floored = answer(h, alike, replace(shipped, evidence_floor=0.26))
+    assert not floored.evidence and all(c.family_ids == () for c in floored.causes)
+    priors, p_new = h.priors()  # the base rates themselves, P(new) included
+    assert floored.novelty == round(p_new, 4) and floored.rest == 0.0
+    assert [(c.category, c.probability) for c in floored.causes] == [
+        (c, round(priors[c], 4)) for c in sorted(priors, key=lambda c: (-priors[c], c))]
+    assert answer(h, {}, shipped).novelty != floored.novelty  # unlike a floorless model's answer to nothing
+    # a paraphrase far above how alike its unrelated incidents look keeps its evidence
+    assert answer(h, {"e": ev(0.45, families=("fe",))}, replace(shipped, evidence_floor=0.04)).evidence
+    question = Question(h, alike, cause=NEW)
+    assert causes.planner_checks(question, shipped) == (len(without.evidence), 0)
+    assert causes.planner_checks(question, replace(shipped, evidence_floor=0.26)) == (0, 0)
+
+
+def test_the_floor_is_stored_with_the_model_and_kept_by_a_fit() -> None:
+    model = CausesModel(evidence_floor=0.123)
+    assert CausesModel.from_json(model.to_json()) == model
+    old = {k: v for k, v in CausesModel().to_json().items() if k != "evidence_floor"}
+    assert CausesModel.from_json(old).evidence_floor is None
+    h = TenantHistory({"a": 3, "b": 2})
+    lived = [Question(h, {"a": ev(0.3)}, cause="a") for _ in range(causes.MIN_QUESTIONS)]
+    assert fit(lived, model).evidence_floor == 0.123
+    assert not causes.guard_judges(lived[:causes.GUARD_MIN_QUESTIONS - 1])
+    assert causes.guard_judges(lived[:causes.GUARD_MIN_QUESTIONS])
