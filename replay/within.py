@@ -4,7 +4,8 @@
 asked after it (`freeze`, once per organisation, before anything is asked). GitLab is the within-organisation dev
 set; Google Cloud was held out until its first run (design a9acf73) and design choices have looked at it since;
 Slack, Fly.io, Microsoft Azure and Heroku were frozen on 2026-12-02 and asked once (design 981559b): their first run
-is spent too (docs/evaluation.md). Two runs per organisation:
+is spent too (docs/evaluation.md). CircleCI and the Wikimedia Foundation (the third generation) were frozen on
+2026-12-03 and asked once, with design 1953859 (the young tenant's evidence floor). Two runs per organisation:
 
 static      the history learned into a fresh tenant through the whole pipeline, then every later incident asked
             (in English, and again with its symptoms in Chinese): the causes' outcome (`replay/outcome.py`:
