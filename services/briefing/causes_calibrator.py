@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 SAMPLE = 300  # newest records asked per run (~40 ms each with the embedding)
 FEEDBACK_SAMPLE = 500
 MIN_HISTORY = 5  # a record is asked once this many records were approved before it
-YOUNG = causes.MIN_QUESTIONS + MIN_HISTORY  # fewer records: `run_young` (no lived question could be fitted)
-YOUNG_INTERVAL = 5.0  # seconds between two floor runs of one tenant (each asks its records once: under a second)
+YOUNG = causes.MIN_QUESTIONS + MIN_HISTORY  # fewer records: too few lived questions to fit (a run at every record)
+YOUNG_INTERVAL = 5.0  # seconds between two runs of one young tenant (a few dozen questions: a second or two)
 _READ = "SELECT model_doc, records, questions FROM causes_calibration WHERE model = %s"
 _WRITE = """
 INSERT INTO causes_calibration (tenant, model, model_doc, records, questions, report)
@@ -158,7 +158,7 @@ class CausesCalibrator:
         self._read: dict[tuple[str, str], tuple[float, CausesModel | None, int | None]] = {}
         self._lock = threading.Lock()
         self.runs = TenantRuns("causes-calibration", min_interval)
-        self.young_runs = TenantRuns("causes-floor", YOUNG_INTERVAL)  # a young tenant's floor: under a second
+        self.young_runs = TenantRuns("causes-young", YOUNG_INTERVAL)  # young tenants: at every new record
 
     def model(self, cur: Cursor, tenant: str, ranker_model: str) -> CausesModel:
         """The tenant's calibrated causes model for `ranker_model`, else the shipped one."""
@@ -178,9 +178,9 @@ class CausesCalibrator:
         return hit[1] if hit[1] is not None else causes.shipped_causes_model(ranker_model)
 
     def refresh_if_stale(self, tenant: str, ranker_model: str, records: int) -> None:
-        """Start a run in the background when the tenant's calibration is missing or its size moved: a young
-        tenant's (under YOUNG records) only its evidence floor (`run_young`), at every new record; from YOUNG
-        records the whole calibration, when the size moved by a tenth (or 10 records)."""
+        """Start a run in the background when the tenant's calibration is missing or its size moved: under YOUNG
+        records at every new record (at most every YOUNG_INTERVAL seconds: a young tenant's run asks a few dozen
+        questions), from YOUNG records when the size moved by a tenth (or 10 records)."""
         if records < 2:
             return
         with self._lock:
@@ -189,24 +189,7 @@ class CausesCalibrator:
         young = records < YOUNG
         if hit is None or (known is not None and abs(records - known) < (1 if young else max(10, known // 10))):
             return
-        if young:
-            self.young_runs.start(tenant, lambda t: self.run_young(t)[2])
-        else:
-            self.runs.start(tenant, lambda t: self.run(t)[2])
-
-    def run_young(self, tenant: str, now: datetime | None = None) -> tuple[str, CausesModel, dict[str, Any]]:
-        """A young tenant's calibration: the shipped model behind the tenant's evidence floor
-        (`causes.unrelated_floor` of `unrelated`). Too few lived questions to fit or judge anything else."""
-        asked, samples = self.unrelated(tenant, now)
-        with self.briefing.db.tenant_transaction(tenant) as cur:
-            records = len(Lived.read(cur).rows)
-        name = asked or self.briefing.policy(now or datetime.now(UTC), self.briefing.semantic is not None).model.name
-        floor = causes.unrelated_floor(samples)
-        model = replace(causes.shipped_causes_model(name), evidence_floor=floor,
-                        source="shipped, behind this young tenant's evidence floor")
-        report = {"questions": 0, "unrelated_samples": len(samples), "evidence_floor": floor}
-        self._store(tenant, name, model, records, 0, report)
-        return name, model, report
+        (self.young_runs if young else self.runs).start(tenant, lambda t: self.run(t)[2])
 
     def questions(self, tenant: str, now: datetime | None = None) -> tuple[str, list[Question], int]:
         """(ranker model, the tenant's lived questions oldest first, its active records)."""
