@@ -134,7 +134,9 @@ def test_the_tenant_calibrates_its_causes_under_rls_and_learns_from_feedback(
             row = cur.fetchone()
             assert row is not None and row["n"] == 0  # RLS: the other tenant sees none of it
         with db.tenant_transaction(getattr(client, "tenant")) as cur:  # noqa: B009
-            cur.execute("SELECT questions FROM causes_calibration")
+            # one row per ranker model: a young tenant's background runs may have stored one for the lexical model
+            # too, before its semantic index was ready
+            cur.execute("SELECT questions FROM causes_calibration WHERE model = %s", (ran["model"],))
             assert [r["questions"] for r in cur.fetchall()] == [after]
     finally:
         service.close()
@@ -151,13 +153,14 @@ def test_a_young_tenant_answers_behind_its_evidence_floor(tenant_client: TenantF
         calibrator = CausesCalibrator(service)
         name, samples = calibrator.unrelated(tenant)
         assert name and len(samples) == len(HISTORY)  # every record has a record of another cause to be near
-        # a young tenant's background run: at its first briefing, the floor alone (no lived question is fitted)
+        # a young tenant's background run (this process's, or the background owner's: the same figures)
         with db.tenant_transaction(tenant) as cur:
-            assert calibrator.model(cur, tenant, name).evidence_floor is None  # nothing stored yet
+            calibrator.model(cur, tenant, name)  # what is stored, and for how many records
         calibrator.refresh_if_stale(tenant, name, len(HISTORY))
-        stored = eventually(lambda: _stored(db, tenant))
+        stored = eventually(lambda: (row := _stored(db, tenant)) is not None and row["records"] == len(HISTORY)
+                            and row["model_doc"]["evidence_floor"] is not None and row)
         assert stored["model_doc"]["evidence_floor"] == causes.unrelated_floor(samples)
-        assert stored["model_doc"]["source"].startswith("shipped") and stored["records"] == len(HISTORY)
+        assert stored["model_doc"]["source"] == "shipped"  # too young to fit: the shipped weights behind the floor
         # a floor above every record: the base rates themselves and no hint; an identity match still stands out
         service.causes_calibrator._store(tenant, name, replace(causes.shipped_causes_model(name), evidence_floor=1.0),
                                          len(HISTORY), 0, {})
