@@ -365,6 +365,7 @@ class BriefingService:
     def _causes_explain(answer: cause_model.CausesAnswer, history: CauseHistory) -> dict[str, Any]:
         m = answer.model
         return {"model": m.source, "questions": m.questions, "service_beta": m.service_beta,
+                "evidence_floor": m.evidence_floor,
                 "weights": dict(zip(cause_model.FEATURES, m.weights, strict=True)),
                 "novel_bias": m.novel_bias, "novel_relevance": m.novel_relevance,
                 "history_records": history.history.records, "novelty_prior": answer.novelty_prior,
