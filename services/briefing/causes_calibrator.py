@@ -283,7 +283,8 @@ class CausesCalibrator:
         """Calibrate `tenant`'s causes model now and store it. A tenant its guard cannot judge yet (too few lived
         questions: `causes.guard_judges`) keeps the shipped weights behind its evidence floor."""
         name, questions, records = self.questions(tenant, now)
-        floor = None if causes.guard_judges(questions) else causes.unrelated_floor(self.unrelated(tenant, now)[1])
+        samples = [] if causes.guard_judges(questions) else self.unrelated(tenant, now)[1]
+        floor = causes.unrelated_floor(samples)
         questions = [replace(q, evidence=causes.distinct(q.evidence, floor)) for q in questions]
         beta = causes.fit_service_beta(questions)
         shipped = replace(causes.shipped_causes_model(name), evidence_floor=floor)
@@ -295,7 +296,8 @@ class CausesCalibrator:
         fitted = causes.fit(questions, centre)
         report = evaluate(questions, {"base_rates": CausesModel.base_rates(), "shipped": shipped, "fitted": fitted})
         pays, guard = causes.evidence_pays(questions, centre)
-        report.update(guard, **services_guard, evidence_pays=pays, service_beta=beta, evidence_floor=floor)
+        report.update(guard, **services_guard, evidence_pays=pays, service_beta=beta, evidence_floor=floor,
+                      unrelated_samples=len(samples))
         if pays is False:  # the evidence did not shorten the tenant's newest investigations: say less
             fitted = replace(CausesModel.base_rates(), source="base rates (the evidence did not shorten this "
                              "tenant's investigations)", questions=len(questions))
