@@ -583,9 +583,9 @@ def newest_checks(questions: Sequence[Question], centre: CausesModel) -> list[tu
     the known lived questions (time order), each block of GUARD_BLOCK asked with the model `fit` makes of every
     question before it (a rolling origin: always out of sample; with fewer than MIN_QUESTIONS before it, `fit`
     answers `centre` itself). None with fewer than GUARD_MIN_QUESTIONS known questions."""
-    known = [q for q in questions if q.cause is not None]
-    if len(known) < GUARD_MIN_QUESTIONS:
+    if not guard_judges(questions):
         return None
+    known = [q for q in questions if q.cause is not None]
     cut = len(known) - max(1, round(len(known) * GUARD_SHARE))
     out: list[tuple[int, int]] = []
     for start in range(cut, len(known), GUARD_BLOCK):

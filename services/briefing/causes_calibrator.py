@@ -259,14 +259,14 @@ class CausesCalibrator:
         principal = Principal(key_id=None, tenant=tenant, project=None, role="agent", service="calibrator")
         with svc.db.tenant_transaction(tenant) as cur:
             lived = Lived.read(cur)
-        newest = {str(r["family_id"]): r for r in lived.rows}  # dated order: the last is the newest
         if len(set(lived.cause.values())) < 2:
             return None, []
+        newest = {str(r["family_id"]): r for r in lived.rows}  # dated order: the last is the newest
         name: str | None = None
         out: list[float] = []
         for family, row in list(newest.items())[-SAMPLE:]:
-            req = question_of(row)
-            if req is None or family not in lived.cause:
+            req = question_of(row)  # `Lived` holds only active families: each has its cause
+            if req is None:
                 continue
             question = svc.embed(req)
             with svc.db.tenant_transaction(tenant) as cur:
@@ -284,8 +284,7 @@ class CausesCalibrator:
         questions: `causes.guard_judges`) keeps the shipped weights behind its evidence floor."""
         name, questions, records = self.questions(tenant, now)
         samples = [] if causes.guard_judges(questions) else self.unrelated(tenant, now)[1]
-        floor = causes.unrelated_floor(samples)
-        questions = [replace(q, evidence=causes.distinct(q.evidence, floor)) for q in questions]
+        floor = causes.unrelated_floor(samples)  # every model below carries it: fit, guard and answers apply it
         beta = causes.fit_service_beta(questions)
         shipped = replace(causes.shipped_causes_model(name), evidence_floor=floor)
         services_guard: dict[str, int] = {}
