@@ -178,9 +178,11 @@ def pooled(archs: list[Arch]) -> dict[str, Any]:
     return {"name": "pooled-recall", "lang": "mixed",
             "about": "All archetype incidents in one tenant; every paraphrased question, with no service or "
                      "signal given, must raise its own incident's cause above that cause's base rate (v1.3: a weak "
-                     "match does not outrank a cause three times as frequent).",
+                     "match does not outrank a cause three times as frequent). Asked as the tenant's calibration "
+                     "catches up (eventually): it follows every record in the background, within seconds, and until "
+                     "then a smaller history's evidence floor answers.",
             "incidents": [incident(a, f"INC-{a['id']}", k) for k, a in enumerate(archs)],
-            "queries": [{"name": f"ask-{a['id']}", "request": {"text": a["ask"]},
+            "queries": [{"name": f"ask-{a['id']}", "eventually": True, "request": {"text": a["ask"]},
                          "expect": {"raises": [a["category"]]}} for a in archs]}
 
 

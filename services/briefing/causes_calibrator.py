@@ -160,12 +160,16 @@ class CausesCalibrator:
         self.runs = TenantRuns("causes-calibration", min_interval)
         self.young_runs = TenantRuns("causes-young", YOUNG_INTERVAL)  # young tenants: at every new record
 
-    def model(self, cur: Cursor, tenant: str, ranker_model: str) -> CausesModel:
-        """The tenant's calibrated causes model for `ranker_model`, else the shipped one."""
+    def model(self, cur: Cursor, tenant: str, ranker_model: str, records: int | None = None) -> CausesModel:
+        """The tenant's calibrated causes model for `ranker_model`, else the shipped one. `records`: the tenant's
+        size now; a young tenant's (under YOUNG records) remembered model is read again as soon as its size moved
+        (one row by key): its background run follows every record within seconds, and a model remembered for `ttl`
+        would answer with the floor of a smaller history long after the run had stored the right one."""
         now = time.monotonic()
         with self._lock:
             hit = self._read.get((tenant, ranker_model))
-        if hit is None or hit[0] <= now:
+        moved = hit is not None and records is not None and records < YOUNG and hit[2] != records
+        if hit is None or hit[0] <= now or moved:
             cur.execute(_READ, (ranker_model,))
             row = cur.fetchone()
             try:

@@ -224,7 +224,7 @@ class BriefingService:
             docs = lexical.corpus_stats(cur, []).docs
             name = self.policy(datetime.now(UTC), self.semantic is not None).model.name
             records = self.histories.get(cur, tenant, None, docs).history.records
-            self.causes_calibrator.model(cur, tenant, name)  # what is stored, and for how many records
+            self.causes_calibrator.model(cur, tenant, name, records)  # what is stored, and for how many records
             if self.settings.briefing_calibration:
                 self.calibrator.threshold(cur, tenant, name)
         if self.settings.briefing_causes_calibration:
@@ -352,7 +352,7 @@ class BriefingService:
             cause_model.candidate(cause, s) for s in ranking.candidates
             if (cause := history.cause_of(str(s.facts.family_id), s.facts.root_cause_category)) is not None)
         name = policy.model.name
-        model = self.causes_calibrator.model(cur, tenant, name)
+        model = self.causes_calibrator.model(cur, tenant, name, history.history.records)
         if self.settings.briefing_causes_calibration and self.settings.calibration_runs_in == "api":
             self.causes_calibrator.refresh_if_stale(tenant, name, history.history.records)
         near: dict[str, float] = {}
