@@ -224,7 +224,10 @@ class CausesCalibrator:
                 asked.append((req, lived.before(f["created_at"]), cause if adopted else None,
                               None if adopted else cause, None))
         out: list[Question] = []
-        name = "lexical"
+        # the ranker a briefing would use now, also when nothing is asked (under MIN_HISTORY records): the model is
+        # stored under this name and a briefing reads it under its own (a young tenant's floor stored as "lexical"
+        # while its briefings ranked with the embedding was never applied)
+        name = svc.policy(now, svc.semantic is not None, threshold=0.0).model.name
         for req, n, cause, refuted, family in asked:
             if n < MIN_HISTORY:
                 continue

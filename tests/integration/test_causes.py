@@ -199,6 +199,22 @@ def test_a_young_tenant_answers_behind_its_evidence_floor(tenant_client: TenantF
         db.close()
 
 
+def test_a_tenant_of_a_few_records_answers_behind_the_floor_it_stored(tenant_client: TenantFactory) -> None:
+    """Under MIN_HISTORY records no lived question is asked, yet the floor is stored under the ranker model its
+    briefings rank with, so they apply it (it once went under "lexical" while briefings used the embedding)."""
+    client = tenant_client()
+    few = HISTORY[3:]  # three records, three causes: samples, no lived question
+    for row in few:
+        learn(client, *row)
+    run = client.calibrate_causes()  # in the API process, with the ranker its briefings use
+    floor = run["causes_model"]["evidence_floor"]
+    assert run["report"]["questions"] == 0 and run["report"]["unrelated_samples"] == len(few)
+    assert floor is not None
+    asked = client.briefing({"text": "pods restarting after the node pool upgrade", "explain": True})
+    assert asked["causes_explain"]["model"] == "shipped"
+    assert asked["causes_explain"]["evidence_floor"] == pytest.approx(floor, rel=0.01)
+
+
 def _stored(db: Database, tenant: str) -> dict[str, Any] | None:
     with db.tenant_transaction(tenant) as cur:
         cur.execute("SELECT model_doc, records FROM causes_calibration")
