@@ -46,16 +46,28 @@ def _pct(p: float) -> str:
     return f"{p * 100:.0f}%" if p >= 0.01 else "<1%"
 
 
+RAISED = 2.0  # a base-rate cause whose probability is at least this many times its base rate is named as raised
+
+
+def raised(causes: list[CauseView]) -> list[CauseView]:
+    """Causes the question's history raised (at least RAISED times their base rate, and `possible`, >= 10%) but not
+    enough to check first (basis `prior`): said in words, so the text never reads "9%" where the JSON says 21%."""
+    return [c for c in causes if c.basis == "prior" and c.probability >= max(RAISED * c.prior, 0.1)]
+
+
 def render_causes(causes: list[CauseView], novelty: float) -> list[str]:
     """The causes in words: the evidence-backed ones with their probability against their base rate, or, when
-    no history matches, the tenant's usual causes and how likely the cause is a new one."""
+    no history matches, the tenant's usual causes and how likely the cause is a new one; a cause the history raised
+    but not enough to check first (`raised`) is named with its probability beside its base rate."""
     if not causes:
         return ["No approved history yet: every cause is new to this memory; investigate from current evidence."]
     backed = [c for c in causes if c.basis == "evidence"]
     usual = ", ".join(f"{_shown(c.category)} ({_pct(c.prior)})" for c in
                       sorted((c for c in causes if c.basis == "prior"), key=lambda c: -c.prior)[:3])
+    weak = "".join(f" A weak resemblance raises {_shown(c.category)} to {_pct(c.probability)} (base rate "
+                   f"{_pct(c.prior)}), not enough to check it first." for c in raised(causes))
     if not backed:
-        return [f"No specific history matches; this tenant's usual causes are {usual}. "
+        return [f"No specific history matches; this tenant's usual causes are {usual}.{weak} "
                 f"A cause new to this tenant: {_pct(novelty)}. Investigate from current evidence."]
     lines = ["Likely causes from this tenant's history (hypotheses: check them against current evidence):"]
     for c in backed:

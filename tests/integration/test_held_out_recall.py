@@ -68,10 +68,13 @@ def test_a_superseded_record_is_found_by_its_symptoms_without_its_old_root_cause
 
 def test_a_chinese_paraphrase_without_a_service_finds_the_english_record(tenant_client: TenantFactory) -> None:
     """Search finds the English record from a Chinese paraphrase. The briefing of this four-record tenant (four
-    causes) leads with that cause only when the question stands out from how alike its unrelated incidents look
-    (`causes.stands_out`, STAND_OUT times its floor): the English paraphrase does (about 7 times the floor), the
-    Chinese one, matched by the embedding alone, reaches about 1.7 times, as far as the look-alikes that cost real
-    young tenants checks, so it gets the base rates and no hint: a young tenant says little when it knows little."""
+    causes: a new cause is the likeliest outcome, about 0.64) counts a question's evidence only when it stands out
+    from how alike its unrelated incidents look (`causes.stands_out`, STAND_OUT times its floor): the English
+    paraphrase does (about 3.3 times the floor) and raises its cause from its base rate to about twice it, still
+    not worth checking first against a likely new cause, so no hint, and the text names it as raised; the Chinese
+    one, matched by the embedding and one concept alone, reaches about 1.7 times, as far as the look-alikes that
+    cost real young tenants checks, so it gets the base rates themselves: a young tenant says little when it knows
+    little."""
     client = tenant_client("reviewer")
     families = _learn(client)
     text = "订单接口大量超时，所有工作线程都卡在等待数据库连接，连接池被占满"
@@ -81,9 +84,11 @@ def test_a_chinese_paraphrase_without_a_service_finds_the_english_record(tenant_
     assert floor is not None  # four records of four causes: samples, a floor
     english = client.briefing({"text": "orders api timing out, all worker threads stuck waiting for a db "
                                        "connection, the pool is exhausted", "explain": True})
-    top = english["causes"][0]  # the evidence counts: the cause leads, above its base rate
-    assert top["category"] == "thread_or_connection_pool_exhaustion" and top["probability"] > top["prior"]
-    assert all(h["family_id"] == families["HO-POOL"] for h in english["hints"][:1])
+    top = english["causes"][0]  # the evidence counts: the cause leads, at twice its base rate or more
+    assert top["category"] == "thread_or_connection_pool_exhaustion" and top["probability"] >= 2 * top["prior"]
+    # not worth checking first against a likely new cause: no hint, and the text says what rose
+    assert top["basis"] == "prior" and english["hints"] == []
+    assert "A weak resemblance raises thread_or_connection_pool_exhaustion to " in english["rendered"]
     chinese = client.briefing({"text": text, "explain": True})
     assert chinese["hints"] == [] and all(c["basis"] == "prior" for c in chinese["causes"])
     assert all(c["probability"] == c["prior"] for c in chinese["causes"])

@@ -218,6 +218,19 @@ def test_rendered_causes_say_little_when_nothing_matches_and_escape_names() -> N
     assert render_causes([], 1.0)[0].startswith("No approved history yet")
 
 
+def test_rendered_causes_name_a_raised_cause_with_its_probability_beside_its_base_rate() -> None:
+    """A young tenant's paraphrase can raise a cause from 9% to 21% without it being worth checking first: the
+    text says so, and never shows the 9% as if it were the cause's probability."""
+    causes = [CauseView(category="pool", probability=0.21, prior=0.09, basis="prior"),
+              CauseView(category="disk", probability=0.05, prior=0.09, basis="prior"),
+              CauseView(category="dns", probability=0.12, prior=0.09, basis="prior")]
+    text = render_causes(causes, 0.62)[0]
+    assert text.startswith("No specific history matches; this tenant's usual causes are pool (9%)")
+    assert "A weak resemblance raises pool to 21% (base rate 9%), not enough to check it first." in text
+    assert "raises dns" not in text and "raises disk" not in text  # 12% is not twice 9%; 5% fell
+    assert "weak resemblance" not in render_causes([c for c in causes if c.category != "pool"], 0.7)[0]
+
+
 def _lived(n: int, right_until: int, seed: int = 38) -> list[Question]:
     """A tenant whose causes are a 50/30/20 mix; each question's evidence is strong for one cause: the true one
     for the first `right_until` questions, then the tenant's rarest other one (its records stopped matching)."""
