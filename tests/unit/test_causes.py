@@ -26,7 +26,7 @@ from services.briefing.causes import (
     follow_causes,
     posterior,
 )
-from services.briefing.causes_calibrator import Lived
+from services.briefing.causes_calibrator import Lived, LivedWalk
 from services.briefing.history import group_uncategorised
 from services.briefing.render import render_causes
 
@@ -308,6 +308,37 @@ def test_a_lived_question_counts_sharing_incidents_as_a_briefing_did_then() -> N
     assert lived.as_of(1) == {"f1": (1, "db")}
     assert lived.as_of(3) == {"f1": (2, "db"), "f2": (1, "net")}
     assert lived.as_of(4)["f1"] == (3, "disk")
+
+
+def test_a_walk_through_the_history_answers_what_as_of_and_sharing_do_at_every_step() -> None:
+    """`LivedWalk` pays each incident once; `Lived.as_of` and `Lived.sharing` recompute from the start and are its
+    specification: a random history of recurrences that change services and causes, walked with repeated and
+    skipped steps, and `before` as the count of earlier incidents."""
+    rng = random.Random(38)
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    rows: list[dict[str, object]] = []
+    versions: dict[str, int] = {}
+    for day in range(120):
+        family = f"f{rng.randrange(25)}"
+        versions[family] = versions.get(family, 0) + 1
+        cause = rng.choice(["db", "net", "disk", "dns"])
+        rows.append({"family_id": family, "version": versions[family], "observed_at": at + timedelta(days=day),
+                     "valid_from": at, "services": rng.sample(["api", "web", "queue", "db"], rng.randrange(3)),
+                     "root_cause_category": cause, "root_cause": cause, "summary": cause, "family_state": "active"})
+    newest = {str(r["family_id"]): r for r in rows}
+    lived = Lived.of(rows, list(newest.values()))
+    walk = LivedWalk(lived)
+    steps = sorted(rng.choices(range(len(rows) + 1), k=60))
+    for n in steps:
+        walk.advance(n)
+        assert walk.was == lived.as_of(n)
+        for services in (["api"], ["web", "queue"], ["db", "api", "web"], []):
+            assert walk.sharing(services) == lived.sharing(n, services)
+    with pytest.raises(ValueError):
+        walk.advance(steps[-1] - 1)
+    for day in (0, 1, 57, 119, 500):
+        when = at + timedelta(days=day)
+        assert lived.before(when) == len([r for r in rows if r["observed_at"] < when])  # type: ignore[operator]
 
 
 def test_a_recurrence_is_asked_with_its_own_incident_never_its_familys_earlier_evidence() -> None:
