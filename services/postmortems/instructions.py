@@ -4,17 +4,29 @@ A postmortem is the team's own account (`user_stated`), but it is a document: it
 log lines, and anyone who can edit a wiki page can write into it. Text addressed to an agent, a reviewer or
 the memory itself ("ignore previous instructions", "store this permanently", "mark this as verified"),
 claims of authority, universal orders ("always restart ...", "以后遇到任何告警..."), destructive commands,
-markup or template injection and invisible or mixed-script characters are what the evidence gate refuses
+markup or template injection, mixed-script words and hidden tag characters are what the evidence gate refuses
 from untrusted text; here each block (paragraph, list item, table cell, metadata value) that contains any
 of them is set aside whole (`Quarantined`), because the sentences around an injected one are usually part
 of it. The patterns are checked against `replay/poisoning/texts.yaml` (every text must be caught) and the
 postmortem fixtures (none of their ordinary text may be).
+
+Invisible formatting characters (zero-width spaces and joiners, direction marks and overrides, a byte-order
+mark) are not instructions by themselves: real documents carry them (an emoji's zero-width joiner, a
+zero-width space pasted from a wiki or a chat app, a direction mark around a name). The rules judge the text
+with them removed, so an instruction split by them ("I\u200bgnore previous instructions") is still caught,
+while the text is kept verbatim and every view shows them escaped (`services.common.printable`). Unicode tag
+characters (U+E0000-U+E007F) are different: invisible, yet a model reads them as ASCII ("ASCII smuggling"),
+and no prose needs them, so a block carrying them is set aside.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from services.postmortems.model import Postmortem
 
 _I = re.IGNORECASE
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((reason, re.compile(pattern, _I)) for reason, pattern in (
@@ -58,7 +70,8 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((reason, re.compile(patt
     ("claims authority", r"我确认|已由.{0,10}(审核|批准)"),
     ("trigger phrase", r"触发词"),
 ))
-_INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u202a-\u202e]")
+_FORMATTING = re.compile("[\u061c\u200b-\u200f\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069]")
+_TAGS = re.compile("[\U000e0000-\U000e007f]")
 _WORD = re.compile(r"\w+")
 
 
@@ -93,8 +106,9 @@ def instruction_reason(text: str) -> str | None:
     """Why `text` reads like an instruction (an injected lesson, an order to the agent, fake authority, a
     destructive command, markup), or None for ordinary postmortem prose. A destructive command narrated as
     what happened (`_NARRATED`) is prose; any other rule still applies to the same text."""
-    if _INVISIBLE.search(text):
-        return "invisible characters"
+    if _TAGS.search(text):
+        return "hidden tag characters"
+    text = _FORMATTING.sub("", text)
     if _mixed_script(text):
         return "mixed-script words (homoglyphs)"
     folded = unicodedata.normalize("NFKC", text)
@@ -102,3 +116,12 @@ def instruction_reason(text: str) -> str | None:
         if pattern.search(folded) and not (reason == _DESTRUCTIVE and _narrated(pattern, folded)):
             return reason
     return None
+
+
+def withheld_hint(pm: Postmortem) -> str:
+    """"; withheld: summary (hidden tag characters), ...": what a 422 adds when the fields it misses were set
+    aside as instruction-like, so the writer learns why a section that is there counted for nothing."""
+    seen: dict[str, str] = {}
+    for q in pm.quarantined:
+        seen.setdefault(q.field, q.reason)
+    return "; withheld as instruction-like: " + ", ".join(f"{f} ({r})" for f, r in seen.items()) if seen else ""

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from schemas.ledger import BoundedTime
 from services.common.errors import InvalidInput
-from services.postmortems.instructions import instruction_reason
+from services.postmortems.instructions import instruction_reason, withheld_hint
 from services.postmortems.model import (
     FIELD_LIMIT,
     MAX_DOCUMENT_CHARS,
@@ -114,5 +114,6 @@ def from_document(doc: PostmortemJson) -> Postmortem:
     )
     missing = pm.missing()
     if missing:
-        raise NotAPostmortem(missing)
+        hint = withheld_hint(pm)
+        raise NotAPostmortem(missing, f" ({hint.removeprefix('; ')})" if hint else "")
     return pm

@@ -21,7 +21,7 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from services.postmortems.instructions import instruction_reason
+from services.postmortems.instructions import instruction_reason, withheld_hint
 from services.postmortems.model import (
     FIELD_LIMIT,
     MAX_DOCUMENT_CHARS,
@@ -56,7 +56,10 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
                     "处理过程", "处理", "恢复", "解决", "止损", "修复", "应急")),
     ("timeline", ("timeline", "time line", "chronology", "sequence of events", "时间线", "时间轴", "时间线回顾",
                   "事件经过", "经过")),
-    ("impact", ("impact", "customer impact", "user impact", "影响", "影响范围")),
+    # what on-call saw: the symptoms, where a template names them apart from the impact
+    ("impact", ("impact", "customer impact", "user impact", "影响", "影响范围", "symptoms", "symptom",
+                "observed symptoms", "what we saw", "what users saw", "现象", "故障现象", "问题现象", "异常现象",
+                "故障表现")),
     ("summary", ("summary", "overview", "executive summary", "incident summary", "description", "what happened",
                  "概述", "摘要", "概要", "简介", "事件描述", "故障描述", "背景")),
     ("metadata", ("metadata", "incident details", "details", "incident information", "incident info",
@@ -84,7 +87,8 @@ for _name, _keys in (
     ("title", ("title", "incident", "incident title", "name", "标题", "事故名称", "故障名称", "事件名称")),
     ("root_cause", ("root cause", "root causes", "root cause(s)", "cause", "根因", "根本原因", "原因")),
     ("summary", ("summary", "摘要", "概述")),
-    ("impact", ("impact", "user impact", "customer impact", "影响", "影响范围")),
+    ("impact", ("impact", "user impact", "customer impact", "影响", "影响范围", "symptoms", "symptom", "现象",
+                "故障现象")),
     ("resolution", ("resolution", "mitigation", "解决方案", "处理方式")),
     ("trigger", ("trigger", "触发", "诱因")),
     (None, ("owner", "owners", "author", "authors", "status", "incident commander", "ic", "reviewers",
@@ -134,7 +138,8 @@ def parse_markdown(content: str) -> Postmortem:
     missing = pm.missing()
     if missing:
         seen = ", ".join(pm.sections) or "none"
-        raise NotAPostmortem(missing, f" (sections recognized: {seen}; unparsed: {', '.join(pm.unparsed) or 'none'})")
+        raise NotAPostmortem(missing, f" (sections recognized: {seen}; unparsed: {', '.join(pm.unparsed) or 'none'}"
+                                      f"{withheld_hint(pm)})")
     return pm
 
 
