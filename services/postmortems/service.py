@@ -17,6 +17,7 @@ from uuid import UUID
 import orjson
 from pydantic import ValidationError
 
+from schemas.guard import unsafe
 from schemas.postmortems import PostmortemImportAnswer, PostmortemImportRequest
 from services.common.auth import Principal
 from services.common.db import Database
@@ -31,12 +32,22 @@ JSON_OBJECT_LIMIT = 4 * MAX_DOCUMENT_CHARS  # bytes of a json document given as 
 
 
 def parse_request(body: Any) -> PostmortemImportRequest:
-    """The request, its size checked first (413), then its fields (422 naming the field)."""
+    """The request, its size checked first (413), then every value JSON carried (`schemas.guard.unsafe`: NUL, a
+    lone surrogate, nesting, 64-bit integers), then its fields: 422 naming the field."""
     content = body.get("content") if isinstance(body, dict) else None
     if isinstance(content, str) and len(content) > MAX_DOCUMENT_CHARS:
         raise DocumentTooLarge(len(content))
-    if isinstance(content, dict) and len(orjson.dumps(content)) > JSON_OBJECT_LIMIT:
-        raise DocumentTooLarge(len(orjson.dumps(content)))
+    if isinstance(content, dict):
+        try:
+            size = len(orjson.dumps(content))
+        except orjson.JSONEncodeError:  # a lone surrogate or an integer beyond 64 bits: the guard names it below
+            size = 0
+        if size > JSON_OBJECT_LIMIT:
+            raise DocumentTooLarge(size)
+    problem = unsafe(body)
+    if problem is not None:  # before the model, so the 422 names the field inside `content`, not the body
+        path = problem.path or "body"
+        raise InvalidInput(f"{path}: {problem.reason}", field=path)
     try:
         return PostmortemImportRequest.model_validate(body)
     except ValidationError as exc:

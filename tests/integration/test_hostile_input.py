@@ -147,6 +147,16 @@ def test_unsafe_values_anywhere_are_422_naming_the_field(tenant_client: TenantFa
         ("POST", "/v1/ledger/events", {"json": {"events": [event | {"payload": {"source": "logs",
                                                                                  "summary": "a\x00"}}]}},
          "events[0].payload.summary"),
+        # a postmortem exported as a JSON object carries the same values (it was a 500 before the guard ran first)
+        ("POST", "/v1/postmortems", {"content": b'{"format": "json", "content": {"title": "t", "services": ["a"], '
+                                                b'"symptoms": "\\ud800 slow", "root_cause": "x"}}',
+                                     "headers": {"content-type": "application/json"}}, "content.symptoms"),
+        ("POST", "/v1/postmortems", {"json": {"format": "json", "content": {"title": "t", "services": ["a"],
+                                                                            "symptoms": "s", "root_cause": "x",
+                                                                            "n": 2**70}}}, "content.n"),
+        ("POST", "/v1/postmortems", {"content": b'{"format": "markdown", "content": "# T\\n## Impact\\nslow '
+                                                b'\\udfff\\n## Root cause\\nbad"}',
+                                     "headers": {"content-type": "application/json"}}, "content"),
         ("GET", "/v1/candidates?state=%00", {}, "state"),
         ("GET", "/v1/records?state=active&state=retracted", {}, "state"),
         ("GET", "/v1/incidents/INC%00X/episode", {}, "path"),
