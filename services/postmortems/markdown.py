@@ -47,7 +47,7 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
                       "corrective actions", "corrective action", "next steps", "preventive measures",
                       "remediation items", "改进措施", "改进项", "后续", "行动项", "待办", "整改", "优化措施")),
     ("root_cause", ("root cause", "root causes", "root-cause", "cause", "causes", "causal", "why it happened",
-                    "contributing factors", "根因", "根本原因", "原因", "故障原因")),
+                    "contributing factors", "contributing factor", "根因", "根本原因", "原因", "故障原因")),
     # Atlassian's template names the failure "Fault" and may carry only "Five whys" for the cause: when no
     # root-cause section exists, the trigger's text stands in for it (as a trigger section's does)
     ("trigger", ("trigger", "triggers", "fault", "five whys", "5 whys", "触发", "诱因")),
@@ -164,6 +164,7 @@ def split_front_matter(content: str) -> tuple[dict[str, Any], str]:
 def classify(heading: str) -> Section | None:
     """The section a heading names, or None."""
     text = _NUMBERING.sub("", heading).strip().lower()
+    text = text.replace("(s)", "s")  # "Contributing Factor(s)", "Root Cause(s)": the plural
     text = re.sub(r"[*_`#:：()（）\[\]]", " ", text).strip()
     for kind, words in SECTION_WORDS:
         for w in words:

@@ -195,6 +195,14 @@ def test_tag_characters_are_withheld_and_the_422_says_why() -> None:
     assert err.value.missing == ["symptoms"] and "symptoms (hidden tag characters)" in str(err.value)
 
 
+@pytest.mark.parametrize("heading", ["Contributing Factor(s)", "Root Cause(s)", "Cause(s)"])
+def test_a_cause_heading_with_its_plural_in_parentheses_is_the_root_cause(heading: str) -> None:
+    """PagerDuty's template names the cause "Contributing Factor(s)": it was unparsed, and the document refused."""
+    pm = parse("markdown", f"# Checkout errors\n\n## Overview\n\nCustomers saw HTTP 500 when paying.\n\n"
+                           f"## {heading}\n\nA connection leak exhausted the database pool.\n")
+    assert pm.root_cause == "A connection leak exhausted the database pool." and heading not in pm.unparsed
+
+
 def test_an_oversized_document_is_413() -> None:
     big = "# T\n\n## Impact\n\nslow\n\n## Root cause\n\n" + "x " * MAX_DOCUMENT_CHARS
     with pytest.raises(DocumentTooLarge) as err:
