@@ -47,7 +47,12 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
                       "corrective actions", "corrective action", "next steps", "preventive measures",
                       "remediation items", "改进措施", "改进项", "后续", "行动项", "待办", "整改", "优化措施")),
     ("root_cause", ("root cause", "root causes", "root-cause", "cause", "causes", "causal", "why it happened",
+                    "why did this happen", "why did it happen", "why this happened", "what caused", "rca",
+                    "technical details", "technical analysis",
                     "contributing factors", "contributing factor", "根因", "根本原因", "原因", "故障原因")),
+    # a blog's "What we're doing to prevent this": after the root cause, so "Root cause and prevention" is one
+    ("action_items", ("preventative measures", "prevention", "prevent this", "prevent it", "prevent recurrence",
+                      "what we are doing", "what we're doing", "what we are changing", "what we're changing")),
     # Atlassian's template names the failure "Fault" and may carry only "Five whys" for the cause: when no
     # root-cause section exists, the trigger's text stands in for it (as a trigger section's does)
     ("trigger", ("trigger", "triggers", "fault", "five whys", "5 whys", "触发", "诱因")),
@@ -164,7 +169,7 @@ def split_front_matter(content: str) -> tuple[dict[str, Any], str]:
 def classify(heading: str) -> Section | None:
     """The section a heading names, or None."""
     text = _NUMBERING.sub("", heading).strip().lower()
-    text = text.replace("(s)", "s")  # "Contributing Factor(s)", "Root Cause(s)": the plural
+    text = text.replace("(s)", "s").replace("\u2019", "'")  # "Contributing Factor(s)": the plural; "we’re"
     text = re.sub(r"[*_`#:：()（）\[\]]", " ", text).strip()
     for kind, words in SECTION_WORDS:
         for w in words:

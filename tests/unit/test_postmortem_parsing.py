@@ -203,6 +203,21 @@ def test_a_cause_heading_with_its_plural_in_parentheses_is_the_root_cause(headin
     assert pm.root_cause == "A connection leak exhausted the database pool." and heading not in pm.unparsed
 
 
+def test_a_blog_shaped_postmortem_is_read_by_its_questions() -> None:
+    """A public write-up asks its headings as questions: "Why did this happen?" is the root cause, "What we’re
+    doing to prevent this" the action items (after the root cause: "Root cause and prevention" stays a cause)."""
+    pm = parse("markdown", "# Elevated errors on March 3\n\n## What happened?\n\nFor 40 minutes API calls failed.\n\n"
+                           "## Why did this happen?\n\nA certificate on the internal load balancer expired.\n\n"
+                           "## What we\u2019re doing to prevent this\n\n- Alert 30 days before any certificate expires\n")
+    assert pm.symptoms == ["For 40 minutes API calls failed."]
+    assert pm.root_cause == "A certificate on the internal load balancer expired."
+    assert pm.action_items == ["Alert 30 days before any certificate expires"]
+    assert not pm.unparsed
+    both = parse("markdown", "# Outage\n\n## Summary\n\nLogins failed.\n\n## Root cause and prevention\n\n"
+                             "An expired certificate.\n")
+    assert both.root_cause == "An expired certificate."
+
+
 def test_an_oversized_document_is_413() -> None:
     big = "# T\n\n## Impact\n\nslow\n\n## Root cause\n\n" + "x " * MAX_DOCUMENT_CHARS
     with pytest.raises(DocumentTooLarge) as err:
