@@ -208,7 +208,8 @@ def test_a_blog_shaped_postmortem_is_read_by_its_questions() -> None:
     doing to prevent this" the action items (after the root cause: "Root cause and prevention" stays a cause)."""
     pm = parse("markdown", "# Elevated errors on March 3\n\n## What happened?\n\nFor 40 minutes API calls failed.\n\n"
                            "## Why did this happen?\n\nA certificate on the internal load balancer expired.\n\n"
-                           "## What we\u2019re doing to prevent this\n\n- Alert 30 days before any certificate expires\n")
+                           "## What we\u2019re doing to prevent this\n\n"
+                           "- Alert 30 days before any certificate expires\n")
     assert pm.symptoms == ["For 40 minutes API calls failed."]
     assert pm.root_cause == "A certificate on the internal load balancer expired."
     assert pm.action_items == ["Alert 30 days before any certificate expires"]
