@@ -94,7 +94,7 @@ for _name, _keys in (
     ("summary", ("summary", "摘要", "概述")),
     ("impact", ("impact", "user impact", "customer impact", "影响", "影响范围", "symptoms", "symptom", "现象",
                 "故障现象")),
-    ("resolution", ("resolution", "mitigation", "解决方案", "处理方式")),
+    ("resolution", ("resolution", "mitigation", "解决方案", "处理方式", "处理", "处理过程", "处理措施", "解决办法")),
     ("trigger", ("trigger", "触发", "诱因")),
     (None, ("owner", "owners", "author", "authors", "status", "incident commander", "ic", "reviewers",
             "participants", "duration", "detected", "detection", "ticket", "jira", "document status",
@@ -197,6 +197,10 @@ def _inline_text(tok: Token, links: list[str]) -> str:
     return "".join(out).strip()
 
 
+_BOLD_LINE = re.compile(r"^(\*\*|__)([^*_\n]{1,80}?)\s*[:：]?\s*\1\s*[:：]?$")
+BOLD_LEVEL = 7  # deeper than any Markdown heading (h1-h6)
+
+
 def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
     sections = [RawSection(level=0, heading=None, kind=None)]
     depth_list = 0
@@ -223,6 +227,13 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
             row = None
         elif tok.type == "inline":
             text = _inline_text(tok, links)
+            bold = _BOLD_LINE.match(tok.content.strip()) if row is None and not depth_list else None
+            if bold and (kind := classify(bold.group(2))) is not None:
+                # a paragraph that is only a bold section name ("**Root Cause**", as word processors export
+                # their headings): a heading below any written one, so it opens a section inside the current
+                sections.append(RawSection(level=BOLD_LEVEL, heading=bold.group(2).strip(), kind=kind))
+                i += 1
+                continue
             if row is not None:
                 row.append((text, tok.content))
             elif text:

@@ -219,6 +219,22 @@ def test_a_blog_shaped_postmortem_is_read_by_its_questions() -> None:
     assert both.root_cause == "An expired certificate."
 
 
+@pytest.mark.parametrize("doc", [
+    "# API outage\n\n**Summary**\n\nAPI returned 503s.\n\n**Root Cause:**\n\nThe autoscaler removed every node.\n\n"
+    "__Resolution__\n\nRestored the nodes.\n",
+    "# 接口故障复盘\n\n**故障现象**\n\nAPI returned 503s.\n\n**根因**\n\nThe autoscaler removed every node.\n\n"
+    "**处理过程**\n\nRestored the nodes.\n",
+])
+def test_a_bold_line_exported_as_a_heading_opens_its_section(doc: str) -> None:
+    """Word processors and wikis export their headings as a paragraph in bold: before, such a document had no
+    sections and was refused. Bold inside prose stays prose."""
+    pm = parse("markdown", doc)
+    assert pm.symptoms == ["API returned 503s."] and pm.root_cause == "The autoscaler removed every node."
+    assert pm.resolution == "Restored the nodes."
+    prose = parse("markdown", "# X\n\n## Impact\n\nAPI 503s.\n\n## Root cause\n\n**Important**: the autoscaler.\n")
+    assert prose.root_cause == "Important: the autoscaler."
+
+
 def test_an_oversized_document_is_413() -> None:
     big = "# T\n\n## Impact\n\nslow\n\n## Root cause\n\n" + "x " * MAX_DOCUMENT_CHARS
     with pytest.raises(DocumentTooLarge) as err:
