@@ -6,7 +6,9 @@ Per alert of a webhook (CONTRACT "Alert intake"):
                cause needs evidence, and an alert going quiet is not one
 The incident id is the alert's `incident_id` label when it is a valid id, otherwise derived from the
 fingerprint and startsAt. Event ids are derived from tenant, fingerprint, startsAt and status, and each
-delivery is remembered in `alert_intake`, so a re-delivery appends nothing and answers the same briefing.
+delivery is remembered in `alert_intake`, so a re-delivery appends nothing and answers the same briefing; an
+alert listed twice in one webhook (a relay merging groups) is one delivery, answered in both places. A missing
+`fingerprint` is the one Alertmanager computes from the labels (`schemas.alerts.label_fingerprint`).
 
 Order: events are appended first (one Kafka transaction for the whole webhook), then briefings are
 computed, then the intake rows are written. A failure in between can only cause a repeated append of the
@@ -114,17 +116,19 @@ class AlertIntake:
     def receive(self, principal: Principal, body: AlertmanagerWebhook, now: datetime) -> IntakeAnswer:
         principal.require("agent")
         tenant = principal.scoped_tenant
+        first: dict[tuple[str, datetime, str], int] = {}  # an alert listed twice is one delivery
+        slot = [first.setdefault((a.fingerprint, a.startsAt, a.status), i) for i, a in enumerate(body.alerts)]
         with self.db.tenant_transaction(tenant) as cur:
-            deliveries = [self._delivery(cur, tenant, a, now) for a in body.alerts]
-        new_events = [d.event for d in deliveries if d.event is not None]
+            deliveries = {i: self._delivery(cur, tenant, body.alerts[i], now) for i in sorted(first.values())}
+        new_events = [d.event for d in deliveries.values() if d.event is not None]
         if new_events:
             self.gateway.append({"events": new_events}, principal)
-        answers = [d.known or self._answer(principal, d) for d in deliveries]
+        answers = {i: d.known or self._answer(principal, d) for i, d in deliveries.items()}
         with self.db.tenant_transaction(tenant) as cur:
-            for d, answer in zip(deliveries, answers, strict=True):
+            for i, d in deliveries.items():
                 if d.known is None:
-                    _remember(cur, tenant, d.alert, answer)
-        return IntakeAnswer(incidents=answers)
+                    _remember(cur, tenant, d.alert, answers[i])
+        return IntakeAnswer(incidents=[answers[i] for i in slot])
 
     @staticmethod
     def _delivery(cur: Cursor, tenant: str, alert: AlertmanagerAlert, now: datetime) -> Delivery:

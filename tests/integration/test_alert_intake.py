@@ -16,6 +16,7 @@ import httpx
 import psycopg
 import pytest
 
+from schemas.alerts import label_fingerprint
 from services.cli.client import ApiError, OpsloreClient
 from services.common.settings import Settings
 from tests.conftest import TenantFactory
@@ -82,6 +83,22 @@ def test_the_intake_needs_a_key_and_a_well_formed_body(tenant_client: TenantFact
         assert err.value.status == 422 and err.value.field == field
 
 
+def test_an_alert_listed_twice_is_one_delivery_and_a_missing_fingerprint_is_alertmanagers(
+        tenant_client: TenantFactory) -> None:
+    """A relay merging groups may list an alert twice (it was a 422 and the whole group was lost), and one that
+    builds the body itself may leave out the fingerprint."""
+    agent = tenant_client(role="agent")
+    twice = _alert("INC-AM2")
+    answer = agent.request("POST", "/v1/alerts/alertmanager", json=_webhook(twice, twice, _alert("INC-AM3")))
+    first, second, other = answer["incidents"]
+    assert first == second and first["incident_id"] == "INC-AM2" and other["incident_id"] == "INC-AM3"
+    bare = {k: v for k, v in _alert("unused").items() if k != "fingerprint"}
+    bare["labels"] = {"alertname": "DiskFull", "service": "db"}
+    got = agent.request("POST", "/v1/alerts/alertmanager", json=_webhook(bare))["incidents"][0]
+    assert got["fingerprint"] == label_fingerprint(bare["labels"])
+    assert got["incident_id"] == f"am-{got['fingerprint']}-20261130T100000Z"
+
+
 @pytest.fixture()
 def alertmanager(tmp_path: Path, settings: Settings, tenant_client: TenantFactory) -> Iterator[OpsloreClient]:
     binary = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
@@ -123,6 +140,9 @@ def test_a_real_alertmanager_opens_the_incident(alertmanager: OpsloreClient, set
              "startsAt": now.isoformat(), "generatorURL": "http://prometheus/graph"}
     with httpx.Client(timeout=10) as http:
         assert http.post(f"http://127.0.0.1:{AM_PORT}/api/v2/alerts", json=[alert]).status_code == 200
+        listed = http.get(f"http://127.0.0.1:{AM_PORT}/api/v2/alerts").json()
+        # the fingerprint a relay's alert without one gets is the one Alertmanager itself computes
+        assert [a["fingerprint"] for a in listed] == [label_fingerprint(alert["labels"])]
         episode = eventually(lambda: client.episode(incident), timeout=60)
         assert episode["alert_name"] == "HighErrorRate" and episode["status"] == "open"
         briefing_id = eventually(lambda: _intake_briefing(settings, vars(client)["tenant"], incident), timeout=30)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from schemas.alerts import AlertmanagerAlert, AlertmanagerWebhook
+from schemas.alerts import AlertmanagerAlert, AlertmanagerWebhook, label_fingerprint
 from schemas.ledger import parse_submitted_event
 from services.intake.alertmanager import briefing_request, event_id_for, incident_id_for, opened_event, resolved_event
 
@@ -47,3 +47,9 @@ def test_the_webhook_body_keeps_unknown_fields() -> None:
         "version": "4", "status": "firing", "receiver": "opslore", "groupKey": "{}:{}", "truncatedAlerts": 0,
         "alerts": [alert().model_dump(mode="json")]})
     assert len(body.alerts) == 1
+
+
+def test_the_fingerprint_of_labels_is_prometheus_s() -> None:
+    """prometheus/common's own vectors (model/signature_test.go): the empty set is FNV-1a's offset basis."""
+    assert int(label_fingerprint({}), 16) == 14695981039346656037
+    assert int(label_fingerprint({"name": "garland, briggs", "fear": "love is not enough"}), 16) == 5799056148416392346
