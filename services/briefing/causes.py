@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -154,9 +154,8 @@ class CauseEvidence:
         return np.array([1.0, math.log1p(self.relevance / RELEVANCE_FLOOR), self.identity])
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One ranked candidate as causes read it."""
+class Candidate(NamedTuple):
+    """One ranked candidate as causes read it (a tuple: a briefing builds one per ranked record, ~60)."""
 
     cause: str
     family: str
@@ -167,29 +166,27 @@ class Candidate:
 IDENTITY_CHANNELS = ("alert", "signal", "entity")
 
 
-def candidate(cause: str, scored: Scored) -> Candidate:
+def candidate(cause: str, scored: Scored, family: str | None = None) -> Candidate:
     """A ranked record as causes read it: its fused relevance and its identity match (the noisy-OR of the alert,
-    signal and entity channels at the ranker's weights)."""
+    signal and entity channels at the ranker's weights). `family`: its family id as text, when the caller has it."""
+    channels = scored.channels
     miss = 1.0
     for name in IDENTITY_CHANNELS:
-        miss *= 1.0 - STRUCTURED[name] * scored.channels.get(name, 0.0)
-    return Candidate(cause=cause, family=str(scored.facts.family_id), relevance=scored.relevance,
-                     identity=1.0 - miss)
+        if (strength := channels.get(name, 0.0)):
+            miss *= 1.0 - STRUCTURED[name] * strength
+    return Candidate(cause, family or str(scored.facts.family_id), scored.relevance, 1.0 - miss)
 
 
 def gather(candidates: Iterable[Candidate]) -> dict[str, CauseEvidence]:
-    """Evidence per cause from every ranked candidate."""
+    """Evidence per cause from every ranked candidate: the best relevance and identity, its records best first."""
     by: dict[str, list[Candidate]] = {}
     for c in candidates:
         by.setdefault(c.cause, []).append(c)
     out = {}
     for cause in sorted(by):
-        fams: list[str] = []
-        for c in sorted(by[cause], key=lambda c: (-c.relevance, c.family)):
-            if c.family not in fams:
-                fams.append(c.family)
-        out[cause] = CauseEvidence(relevance=max(c.relevance for c in by[cause]),
-                                   identity=max(c.identity for c in by[cause]), families=tuple(fams))
+        group = sorted(by[cause], key=lambda c: (-c.relevance, c.family))
+        out[cause] = CauseEvidence(relevance=group[0].relevance, identity=max(c.identity for c in group),
+                                   families=tuple(dict.fromkeys(c.family for c in group)))
     return out
 
 

@@ -349,8 +349,8 @@ class BriefingService:
         that model conditions on services, the history's incidents that share a service with the question."""
         tenant = principal.scoped_tenant
         evidence = cause_model.gather(
-            cause_model.candidate(cause, s) for s in ranking.candidates
-            if (cause := history.cause_of(str(s.facts.family_id), s.facts.root_cause_category)) is not None)
+            cause_model.candidate(cause, s, family) for s in ranking.candidates
+            if (cause := history.cause_of(family := str(s.facts.family_id), s.facts.root_cause_category)) is not None)
         name = policy.model.name
         model = self.causes_calibrator.model(cur, tenant, name, history.history.records)
         if self.settings.briefing_causes_calibration and self.settings.calibration_runs_in == "api":
