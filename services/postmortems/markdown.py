@@ -63,8 +63,8 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
                   "事件经过", "经过")),
     # what on-call saw: the symptoms, where a template names them apart from the impact
     ("impact", ("impact", "customer impact", "user impact", "影响", "影响范围", "symptoms", "symptom",
-                "observed symptoms", "what we saw", "what users saw", "现象", "故障现象", "问题现象", "异常现象",
-                "故障表现")),
+                "observed symptoms", "what we saw", "what users saw", "problem statement", "problem description",
+                "issue description", "现象", "故障现象", "问题现象", "异常现象", "故障表现", "问题描述")),
     ("summary", ("summary", "overview", "executive summary", "incident summary", "description", "what happened",
                  "概述", "摘要", "概要", "简介", "事件描述", "故障描述", "背景")),
     ("metadata", ("metadata", "incident details", "details", "incident information", "incident info",
