@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from schemas.ledger import BoundedTime
 from services.common.errors import InvalidInput
@@ -29,6 +29,7 @@ from services.postmortems.model import (
     Quarantined,
     clip,
 )
+from services.postmortems.times import parse_time
 
 Short = Annotated[str, StringConstraints(max_length=SHORT_LIMIT)]
 Long = Annotated[str, StringConstraints(max_length=MAX_DOCUMENT_CHARS)]
@@ -54,6 +55,16 @@ class PostmortemJson(BaseModel):
     action_items: Annotated[list[Long], Field(max_length=200)] = Field(default_factory=list)
     lessons: Annotated[list[Long], Field(max_length=200)] = Field(default_factory=list)
     links: Annotated[list[Long], Field(max_length=200)] = Field(default_factory=list)
+
+    @field_validator("started_at", "resolved_at", mode="before")
+    @classmethod
+    def _time_as_written(cls, value: Any) -> Any:
+        """A date or a time without a zone, as spreadsheets and incident tools export them ("2025-03-01",
+        "2025-03-01 10:00", "2025/03/01", "March 1, 2025"): read as the Markdown importer reads it, in UTC. What
+        cannot be read is left for the field's own check, which names it."""
+        if isinstance(value, str) and (parsed := parse_time(value)) is not None:
+            return parsed
+        return value
 
 
 def parse_json(content: str | dict[str, Any]) -> Postmortem:

@@ -135,14 +135,15 @@ def test_a_real_alertmanager_opens_the_incident(alertmanager: OpsloreClient, set
     _learned(client)
     incident = f"INC-RAM{uuid.uuid4().hex[:6]}"
     now = datetime.now(UTC)
-    alert = {"labels": {"alertname": "HighErrorRate", "service": "checkout-api", "incident_id": incident},
+    labels = {"alertname": "HighErrorRate", "service": "checkout-api", "incident_id": incident}
+    alert = {"labels": labels,
              "annotations": {"summary": "checkout 5xx", "description": "pending DB connections climbing"},
              "startsAt": now.isoformat(), "generatorURL": "http://prometheus/graph"}
     with httpx.Client(timeout=10) as http:
         assert http.post(f"http://127.0.0.1:{AM_PORT}/api/v2/alerts", json=[alert]).status_code == 200
         listed = http.get(f"http://127.0.0.1:{AM_PORT}/api/v2/alerts").json()
         # the fingerprint a relay's alert without one gets is the one Alertmanager itself computes
-        assert [a["fingerprint"] for a in listed] == [label_fingerprint(alert["labels"])]
+        assert [a["fingerprint"] for a in listed] == [label_fingerprint(labels)]
         episode = eventually(lambda: client.episode(incident), timeout=60)
         assert episode["alert_name"] == "HighErrorRate" and episode["status"] == "open"
         briefing_id = eventually(lambda: _intake_briefing(settings, vars(client)["tenant"], incident), timeout=30)

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from services.postmortems.instructions import instruction_reason
-from services.postmortems.markdown import CHINA
 from services.postmortems.model import MAX_DOCUMENT_CHARS, DocumentTooLarge, NotAPostmortem, Postmortem
 from services.postmortems.parse import format_of, parse
+from services.postmortems.times import CHINA
 
 FIXTURES = Path(__file__).parents[1] / "fixtures/postmortems"
 TEXTS: list[str] = yaml.safe_load((Path(__file__).parents[2] / "replay/poisoning/texts.yaml").read_text())["texts"]
@@ -235,6 +235,26 @@ def test_a_bold_line_exported_as_a_heading_opens_its_section(doc: str) -> None:
     assert pm.resolution == "Restored the nodes."
     prose = parse("markdown", "# X\n\n## Impact\n\nAPI 503s.\n\n## Root cause\n\n**Important**: the autoscaler.\n")
     assert prose.root_cause == "Important: the autoscaler."
+
+
+@pytest.mark.parametrize("written, read", [
+    ("2025-03-01", datetime(2025, 3, 1, tzinfo=UTC)),
+    ("2025-03-01 10:00", datetime(2025, 3, 1, 10, tzinfo=UTC)),
+    ("2025/03/01 10:00", datetime(2025, 3, 1, 10, tzinfo=UTC)),
+    ("March 1, 2025", datetime(2025, 3, 1, tzinfo=UTC)),
+    ("2025-03-01T10:00:00+08:00", datetime(2025, 3, 1, 2, tzinfo=UTC)),
+])
+def test_a_json_export_s_times_are_read_as_written(written: str, read: datetime) -> None:
+    """Spreadsheets and incident tools export dates without a zone: read in UTC, as the Markdown importer reads
+    them, where they were a 422 before."""
+    pm = parse("json", {"title": "t", "services": ["a"], "symptoms": "s", "root_cause": "r", "started_at": written})
+    assert pm.started_at == read
+
+
+def test_a_json_time_that_cannot_be_read_is_a_422_naming_it() -> None:
+    with pytest.raises(Exception) as bad:
+        parse("json", {"title": "t", "services": ["a"], "symptoms": "s", "root_cause": "r", "started_at": "soon"})
+    assert getattr(bad.value, "field", None) == "content.started_at"
 
 
 def test_an_oversized_document_is_413() -> None:

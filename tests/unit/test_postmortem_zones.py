@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from services.postmortems.markdown import CHINA, parse_markdown, parse_time
+from services.postmortems.markdown import parse_markdown
+from services.postmortems.times import CHINA, parse_time
 
 EST = timezone(timedelta(hours=-5))
 
