@@ -51,9 +51,11 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
                     "why did this happen", "why did it happen", "why this happened", "what caused", "rca",
                     "technical details", "technical analysis",
                     "contributing factors", "contributing factor", "根因", "根本原因", "原因", "故障原因")),
-    # a blog's "What we're doing to prevent this": after the root cause, so "Root cause and prevention" is one
+    # a blog's "What we're doing to prevent this", a bare 改进: after the root cause, so "Root cause and
+    # prevention" and 根因分析与改进 are causes
     ("action_items", ("preventative measures", "prevention", "prevent this", "prevent it", "prevent recurrence",
-                      "what we are doing", "what we're doing", "what we are changing", "what we're changing")),
+                      "what we are doing", "what we're doing", "what we are changing", "what we're changing",
+                      "改进")),
     # Atlassian's template names the failure "Fault" and may carry only "Five whys" for the cause: when no
     # root-cause section exists, the trigger's text stands in for it (as a trigger section's does)
     ("trigger", ("trigger", "triggers", "fault", "five whys", "5 whys", "触发", "诱因")),
@@ -70,6 +72,9 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
                  "概述", "摘要", "概要", "简介", "事件描述", "故障描述", "背景")),
     ("metadata", ("metadata", "incident details", "details", "incident information", "incident info",
                   "基本信息", "事故信息", "故障信息")),
+    # last: a bare "Problem" / "问题" names what was seen only when no other section's word is in the heading
+    # ("问题原因" is a cause, "问题描述" a symptom already)
+    ("impact", ("problem", "问题")),
 )
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _NUMBERING = re.compile(r"^[\s#*_>\-–—\d.、)）(（一二三四五六七八九十:：]+")

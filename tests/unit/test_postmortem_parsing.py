@@ -157,6 +157,8 @@ def test_json_without_root_cause_or_symptoms_is_refused() -> None:
     ("What users saw", "Checkout returned 502s for twenty minutes."),
     ("Problem statement", "Checkout returned 502s for twenty minutes."),
     ("问题描述", "支付服务超时，下单失败。"),
+    ("Problem", "Checkout returned 502s for twenty minutes."),
+    ("问题", "支付服务超时，下单失败。"),
     ("故障现象", "支付服务超时，下单失败。"),
 ])
 def test_a_symptoms_section_is_what_on_call_saw(heading: str, symptom: str) -> None:
