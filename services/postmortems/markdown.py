@@ -77,6 +77,9 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
     ("impact", ("problem", "问题")),
 )
 _CJK = re.compile(r"[\u3400-\u9fff]")
+_DATE_IN_TEXT = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}年\d{1,2}月\d{1,2}日"
+                           r"|(?:January|February|March|April|May|June|July|August|September|October|November"
+                           r"|December) \d{1,2}, \d{4}")
 _NUMBERING = re.compile(r"^[\s#*_>\-–—\d.、)）(（一二三四五六七八九十:：]+")
 
 # `Key: value` and table keys -> field; `None`: a known key whose value no field takes (owner, status, ...)
@@ -437,6 +440,19 @@ class _Builder:
                     entries.append(TimelineEntry(at=at or None, text=clip(text)))
         return entries[:MAX_ITEMS]
 
+    def started_at(self, title: str | None, timeline: list[TimelineEntry]) -> datetime | None:
+        """When it started: the document's date or start time, else the earliest dated timeline entry, else a date
+        in the title ("2024-06-01 支付网关故障报告"). Without one the import is dated when it arrives, and the
+        tenant's history, which its calibration walks in time order, would be in import order."""
+        zone = self.default_zone()
+        if (written := parse_time(self.meta.get("started_at"), zone)) is not None:
+            return written
+        dated = [t for e in timeline if e.at and (t := parse_time(e.at, zone)) is not None]
+        if dated:
+            return min(dated)
+        found = _DATE_IN_TEXT.search(title or "")
+        return parse_time(found.group(0), zone) if found else None
+
     def fields(self, by_kind: dict[str, list[Block]], order: list[str]) -> Postmortem:
         meta = self.meta
         summary = self.text_of("summary", by_kind.get("summary", []))
@@ -470,7 +486,7 @@ class _Builder:
             title = None
         return Postmortem(
             format="markdown", title=clip(title, SHORT_LIMIT) if title else None,
-            started_at=parse_time(meta.get("started_at"), self.default_zone()),
+            started_at=self.started_at(title, timeline),
             resolved_at=parse_time(meta.get("resolved_at"), self.default_zone()),
             services=[clip(s, SHORT_LIMIT) for s in services][:50],
             alert=clip(meta["alert"], SHORT_LIMIT) if meta.get("alert") else None,

@@ -259,6 +259,20 @@ def test_a_json_time_that_cannot_be_read_is_a_422_naming_it() -> None:
     assert getattr(bad.value, "field", None) == "content.started_at"
 
 
+@pytest.mark.parametrize("doc, started", [
+    ("# Outage\n\n## Timeline\n| Time | Event |\n|---|---|\n| 2024-03-03 10:05 UTC | paged |\n"
+     "| 2024-03-03 09:58 UTC | deploy |\n\n## Impact\nAPI down.\n\n## Root cause\nA bad deploy.\n",
+     datetime(2024, 3, 3, 9, 58, tzinfo=UTC)),
+    ("# Outage of March 3, 2024\n\n## Impact\nAPI down.\n\n## Root cause\nA bad deploy.\n",
+     datetime(2024, 3, 3, tzinfo=UTC)),
+    ("# 2024-06-01 支付网关故障报告\n\n## 故障现象\n支付失败。\n\n## 根因\n证书过期。\n", _beijing(2024, 6, 1)),
+])
+def test_a_document_without_a_start_date_is_dated_by_its_timeline_or_title(doc: str, started: datetime) -> None:
+    """Undated, an import was dated when it arrived, so years of postmortems imported in a day would sit in
+    import order in the history the tenant's calibration walks in time order."""
+    assert parse("markdown", doc).started_at == started
+
+
 def test_an_oversized_document_is_413() -> None:
     big = "# T\n\n## Impact\n\nslow\n\n## Root cause\n\n" + "x " * MAX_DOCUMENT_CHARS
     with pytest.raises(DocumentTooLarge) as err:
