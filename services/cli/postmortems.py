@@ -9,6 +9,7 @@ the reason) documents and the throughput.
 
 from __future__ import annotations
 
+import codecs
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -105,13 +106,24 @@ def import_postmortems(
         raise typer.Exit(1)
 
 
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def read_document(path: Path) -> str:
+    """A document's text: UTF-8, or what its byte-order mark says (UTF-8 or UTF-16, as Windows editors and some
+    wiki exports save). Raises OSError or UnicodeDecodeError."""
+    data = path.read_bytes()
+    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), "utf-8")
+    return data.decode(encoding)
+
+
 def one(path: Path, ref: str, client: OpsloreClient | None, tally: Tally) -> None:
     fmt = format_of(path.name)
     assert fmt is not None
     try:
-        content = path.read_text(encoding="utf-8")
+        content = read_document(path)
     except (OSError, UnicodeDecodeError) as exc:
-        tally.refused.append((ref, f"unreadable: {exc}"))
+        tally.refused.append((ref, f"unreadable: not UTF-8 or UTF-16 text with a byte-order mark ({exc})"))
         return
     if client is None:
         try:

@@ -5,7 +5,9 @@ the gate's imported path opens only for a user_stated resolution that carries th
 
 from __future__ import annotations
 
+import codecs
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import yaml
 
 from schemas.memory import ApprovalEdits, CandidateDraft, VersionContent
 from services.briefing.service import evidence_views
+from services.cli.postmortems import read_document
 from services.lexicon.index import document, search_text
 from services.memory.content import from_draft
 from services.postmortems.events import PLACEHOLDER_ALERT, build_events, document_sha256, incident_id_for
@@ -151,3 +154,20 @@ def test_a_destructive_command_told_as_what_happened_is_the_root_cause() -> None
     draft = _draft(_events((FIXTURES / "gitlab-2017-01-31.md").read_text()))
     assert draft is not None and not draft.untrusted_text_quoted and "ran rm -rf on the data" in draft.root_cause
     assert draft.quoted == [] and _approved(draft).root_cause == draft.root_cause
+
+
+@pytest.mark.parametrize("encoded", [
+    lambda t: t.encode("utf-8"),
+    lambda t: t.encode("utf-8-sig"),
+    lambda t: t.encode("utf-16"),  # with its byte-order mark, as Windows editors save "Unicode"
+    lambda t: codecs.BOM_UTF16_BE + t.encode("utf-16-be"),
+])
+def test_the_cli_reads_a_document_in_utf8_or_by_its_byte_order_mark(tmp_path: Path,
+                                                                     encoded: Callable[[str], bytes]) -> None:
+    text = "# 故障复盘\n\n## 故障现象\n支付失败。\n\n## 根因\n证书过期。\n"
+    path = tmp_path / "pm.md"
+    path.write_bytes(encoded(text))
+    assert read_document(path) == text
+    path.write_bytes(b"\x80 not text")
+    with pytest.raises(UnicodeDecodeError):
+        read_document(path)
