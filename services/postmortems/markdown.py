@@ -21,6 +21,8 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from schemas.ledger import EARLIEST, LATEST
+from services.common.errors import InvalidInput
 from services.postmortems.instructions import instruction_reason, withheld_hint
 from services.postmortems.model import (
     FIELD_LIMIT,
@@ -157,6 +159,16 @@ def parse_markdown(content: str) -> Postmortem:
     return pm
 
 
+class _FrontMatterLoader(yaml.SafeLoader):
+    """YAML's safe loader without its timestamp type: a date stays the text it was (`parse_time` reads it in the
+    document's zone), so `date: 2024-13-45` is an unreadable date, not a crash of the loader."""
+
+
+_FrontMatterLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
+
 def split_front_matter(content: str) -> tuple[dict[str, Any], str]:
     """YAML front matter (`---` ... `---` or `...` at the very start) and the rest of the document."""
     text = content.lstrip("\ufeff")
@@ -168,8 +180,8 @@ def split_front_matter(content: str) -> tuple[dict[str, Any], str]:
     for i, line in enumerate(lines[1:], start=1):
         if line.strip() in ("---", "..."):
             try:
-                data = yaml.safe_load("\n".join(lines[1:i]))
-            except yaml.YAMLError:
+                data = yaml.load("\n".join(lines[1:i]), Loader=_FrontMatterLoader)
+            except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
                 return {}, text
             return (data if isinstance(data, dict) else {}), "\n".join(lines[i + 1:])
     return {}, text
@@ -253,6 +265,14 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
             current.blocks.append(Block("html", tok.content.strip(), tok.content))
         i += 1
     return sections
+
+
+def storable(at: datetime) -> bool:
+    """Within the ledger's times (`schemas.ledger.BoundedTime`: 1970 to 8999, in UTC)."""
+    try:
+        return EARLIEST <= at.astimezone(UTC) < LATEST
+    except (OverflowError, ValueError):
+        return False
 
 
 def _key(text: str) -> str:
@@ -445,13 +465,23 @@ class _Builder:
         in the title ("2024-06-01 支付网关故障报告"). Without one the import is dated when it arrives, and the
         tenant's history, which its calibration walks in time order, would be in import order."""
         zone = self.default_zone()
-        if (written := parse_time(self.meta.get("started_at"), zone)) is not None:
+        if (written := self.declared("started_at")) is not None:
             return written
-        dated = [t for e in timeline if e.at and (t := parse_time(e.at, zone)) is not None]
+        dated = [t for e in timeline if e.at and (t := parse_time(e.at, zone)) is not None and storable(t)]
         if dated:
             return min(dated)
         found = _DATE_IN_TEXT.search(title or "")
-        return parse_time(found.group(0), zone) if found else None
+        guess = parse_time(found.group(0), zone) if found else None
+        return guess if guess is not None and storable(guess) else None
+
+    def declared(self, name: str) -> datetime | None:
+        """The document's own start or end time; one the ledger cannot store (before 1970, after 8999: a typo
+        like 0001-01-01) is a 422 naming it, not a guess."""
+        written = parse_time(self.meta.get(name), self.default_zone())
+        if written is not None and not storable(written):
+            raise InvalidInput(f"content: {name} {self.meta.get(name)!s:.40} is outside 1970-01-01 to 8999-12-31",
+                               field=f"content.{name}")
+        return written
 
     def fields(self, by_kind: dict[str, list[Block]], order: list[str]) -> Postmortem:
         meta = self.meta
@@ -487,7 +517,7 @@ class _Builder:
         return Postmortem(
             format="markdown", title=clip(title, SHORT_LIMIT) if title else None,
             started_at=self.started_at(title, timeline),
-            resolved_at=parse_time(meta.get("resolved_at"), self.default_zone()),
+            resolved_at=self.declared("resolved_at"),
             services=[clip(s, SHORT_LIMIT) for s in services][:50],
             alert=clip(meta["alert"], SHORT_LIMIT) if meta.get("alert") else None,
             severity=clip(meta["severity"], SHORT_LIMIT) if meta.get("severity") else None,

@@ -157,6 +157,9 @@ def test_unsafe_values_anywhere_are_422_naming_the_field(tenant_client: TenantFa
         ("POST", "/v1/postmortems", {"content": b'{"format": "markdown", "content": "# T\\n## Impact\\nslow '
                                                 b'\\udfff\\n## Root cause\\nbad"}',
                                      "headers": {"content-type": "application/json"}}, "content"),
+        # a date YAML cannot build and one the ledger cannot store (both were 500s)
+        ("POST", "/v1/postmortems", {"json": {"format": "markdown", "content": "---\ndate: 0001-01-01\n---\n"
+                                              "## Impact\nslow\n## Root cause\nbad"}}, "content.started_at"),
         ("GET", "/v1/candidates?state=%00", {}, "state"),
         ("GET", "/v1/records?state=active&state=retracted", {}, "state"),
         ("GET", "/v1/incidents/INC%00X/episode", {}, "path"),

@@ -80,6 +80,16 @@ def test_documents_that_are_not_postmortems_are_refused(tenant_client: TenantFac
     assert client.candidates() == []
 
 
+def test_a_front_matter_date_yaml_cannot_build_is_imported_undated(tenant_client: TenantFactory) -> None:
+    """`date: 2024-13-45` made YAML's loader raise and the import answer 500; the date is now unread text."""
+    client = tenant_client(role="reviewer")
+    answer = client.import_postmortem("markdown", "---\ntitle: Checkout outage\ndate: 2024-13-45\n---\n\n"
+                                                  "## Impact\n\nCheckout 502s.\n\n## Root cause\n\nA bad deploy.\n")
+    assert answer["candidate"] is True
+    episode = eventually(lambda: client.episode(answer["incident_id"]))
+    assert episode["title"] == "Checkout outage"
+
+
 def test_an_agent_cannot_forge_the_imported_path_through_the_ledger(tenant_client: TenantFactory) -> None:
     reviewer = tenant_client(role="reviewer")
     agent = tenant_client(role="agent", tenant=getattr(reviewer, "tenant"))  # noqa: B009

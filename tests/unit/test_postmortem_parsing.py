@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from services.common.errors import InvalidInput
 from services.postmortems.instructions import instruction_reason
 from services.postmortems.model import MAX_DOCUMENT_CHARS, DocumentTooLarge, NotAPostmortem, Postmortem
 from services.postmortems.parse import format_of, parse
@@ -271,6 +272,20 @@ def test_a_document_without_a_start_date_is_dated_by_its_timeline_or_title(doc: 
     """Undated, an import was dated when it arrived, so years of postmortems imported in a day would sit in
     import order in the history the tenant's calibration walks in time order."""
     assert parse("markdown", doc).started_at == started
+
+
+def test_a_date_yaml_cannot_build_is_unread_and_one_the_ledger_cannot_store_is_a_422() -> None:
+    """Both were 500s: YAML's loader raised on `date: 2024-13-45`, and year 1 reached the ledger's time check."""
+    body = "\n## Impact\nAPI down.\n\n## Root cause\nA bad deploy.\n"
+    assert parse("markdown", "---\ntitle: Outage\ndate: 2024-13-45\n---\n" + body).started_at is None
+    assert parse("markdown", "---\ndate: 2024-03-05\n---\n" + body).started_at == datetime(2024, 3, 5, tzinfo=UTC)
+    for front, field in (("date: 0001-01-01", "content.started_at"), ("started_at: 1969-12-31T23:59:59Z",
+                                                                       "content.started_at"),
+                         ("date: 2024-03-05\nresolved: 9999-01-01", "content.resolved_at")):
+        with pytest.raises(InvalidInput) as err:
+            parse("markdown", f"---\n{front}\n---\n" + body)
+        assert err.value.status == 422 and err.value.field == field
+    assert parse("markdown", "# 0001-01-01 outage\n" + body).started_at is None  # a guess from the title: dropped
 
 
 def test_an_oversized_document_is_413() -> None:
