@@ -20,6 +20,9 @@ _NAMED_ZONE = re.compile(r"\(?\s*(?<![A-Za-z])(" + "|".join(sorted(map(re.escape
 CHINA = timezone(timedelta(hours=8), "UTC+08:00")
 
 
+MAX_OFFSET_MINUTES = 14 * 60  # UTC-12 to UTC+14 are the zones in use
+
+
 def parse_zone(text: str | None) -> tuple[str, tzinfo | None]:
     """The text without the zone it names (`UTC+8`, `(GMT-05:00)`, `PDT`, `北京时间`), and that zone."""
     if not text:
@@ -27,8 +30,10 @@ def parse_zone(text: str | None) -> tuple[str, tzinfo | None]:
     m = _OFFSET.search(text)
     if m:
         minutes = int(m[2]) * 60 + int(m[3] or 0)
-        zone = timezone(timedelta(minutes=-minutes if m[1] == "-" else minutes))
-        return (text[:m.start()] + " " + text[m.end():]).strip(), zone
+        rest = (text[:m.start()] + " " + text[m.end():]).strip()
+        if minutes > MAX_OFFSET_MINUTES or int(m[3] or 0) >= 60:  # "GMT-25:00" is no zone on Earth: none
+            return rest, None
+        return rest, timezone(timedelta(minutes=-minutes if m[1] == "-" else minutes))
     m = _NAMED_ZONE.search(text)
     if m:
         return (text[:m.start()] + " " + text[m.end():]).strip(), timezone(timedelta(minutes=_ZONE_NAMES[m[1].lower()]))

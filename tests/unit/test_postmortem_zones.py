@@ -61,3 +61,10 @@ def test_an_english_document_declares_its_zone_in_front_matter() -> None:
            "## Impact\n\nCheckout failed.\n\n## Root cause\n\nA bad deploy.\n")
     assert parse_markdown(doc).started_at == datetime(2023, 3, 1, 10, 0, tzinfo=EST)
     assert parse_markdown(doc.replace("timezone: EST\n", "")).started_at == datetime(2023, 3, 1, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("text", ["2024-03-05 10:00 GMT-25:00", "2024-03-05 10:00 UTC+99", "2024-03-05 10:00 UTC+5:75"])
+def test_an_offset_no_zone_has_is_no_zone(text: str) -> None:
+    """`timezone()` raised on a day-long offset and the import answered 500; the time is read in the default zone."""
+    assert parse_time(text) == datetime(2024, 3, 5, 10, tzinfo=UTC)
+    assert parse_time("2024-03-05 10:00 UTC+14") == datetime(2024, 3, 4, 20, tzinfo=UTC)  # Kiribati: in use
