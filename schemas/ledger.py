@@ -31,16 +31,19 @@ EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
-def _bounded(value: datetime) -> datetime:
-    """In UTC and within [1970, 9000): every stored time can be read back, shifted and compared
-    (year 1 or 9999 with an offset overflows once normalised)."""
+def storable(value: datetime) -> bool:
+    """In [1970, 9000) once in UTC: every stored time can be read back, shifted and compared (year 1 or 9999 with
+    an offset overflows once normalised)."""
     try:
-        utc = value.astimezone(UTC)
+        return EARLIEST <= value.astimezone(UTC) < LATEST
     except (OverflowError, ValueError):
-        raise ValueError("time out of range (1970-01-01 to 8999-12-31)") from None
-    if not EARLIEST <= utc < LATEST:
+        return False
+
+
+def _bounded(value: datetime) -> datetime:
+    if not storable(value):
         raise ValueError("time out of range (1970-01-01 to 8999-12-31)")
-    return utc
+    return value.astimezone(UTC)
 
 
 # every time that enters through the API or the ledger: timezone-aware, normalised to UTC, bounded

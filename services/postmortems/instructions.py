@@ -118,10 +118,10 @@ def instruction_reason(text: str) -> str | None:
     return None
 
 
-def withheld_hint(pm: Postmortem) -> str:
-    """"; withheld: summary (hidden tag characters), ...": what a 422 adds when the fields it misses were set
-    aside as instruction-like, so the writer learns why a section that is there counted for nothing."""
+def withheld_hint(pm: Postmortem) -> list[str]:
+    """["withheld as instruction-like: summary (hidden tag characters), ..."] or []: what a 422 adds when the fields
+    it misses were set aside, so the writer learns why a section that is there counted for nothing."""
     seen: dict[str, str] = {}
     for q in pm.quarantined:
         seen.setdefault(q.field, q.reason)
-    return "; withheld as instruction-like: " + ", ".join(f"{f} ({r})" for f, r in seen.items()) if seen else ""
+    return ["withheld as instruction-like: " + ", ".join(f"{f} ({r})" for f, r in seen.items())] if seen else []

@@ -125,6 +125,5 @@ def from_document(doc: PostmortemJson) -> Postmortem:
     )
     missing = pm.missing()
     if missing:
-        hint = withheld_hint(pm)
-        raise NotAPostmortem(missing, f" ({hint.removeprefix('; ')})" if hint else "")
+        raise NotAPostmortem(missing, "".join(f" ({h})" for h in withheld_hint(pm)))
     return pm

@@ -21,7 +21,7 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from schemas.ledger import EARLIEST, LATEST
+from schemas.ledger import storable
 from services.common.errors import InvalidInput
 from services.postmortems.instructions import instruction_reason, withheld_hint
 from services.postmortems.model import (
@@ -154,8 +154,8 @@ def parse_markdown(content: str) -> Postmortem:
     missing = pm.missing()
     if missing:
         seen = ", ".join(pm.sections) or "none"
-        raise NotAPostmortem(missing, f" (sections recognized: {seen}; unparsed: {', '.join(pm.unparsed) or 'none'}"
-                                      f"{withheld_hint(pm)})")
+        parts = [f"sections recognized: {seen}", f"unparsed: {', '.join(pm.unparsed) or 'none'}", *withheld_hint(pm)]
+        raise NotAPostmortem(missing, f" ({'; '.join(parts)})")
     return pm
 
 
@@ -265,14 +265,6 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
             current.blocks.append(Block("html", tok.content.strip(), tok.content))
         i += 1
     return sections
-
-
-def storable(at: datetime) -> bool:
-    """Within the ledger's times (`schemas.ledger.BoundedTime`: 1970 to 8999, in UTC)."""
-    try:
-        return EARLIEST <= at.astimezone(UTC) < LATEST
-    except (OverflowError, ValueError):
-        return False
 
 
 def _key(text: str) -> str:

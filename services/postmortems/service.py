@@ -17,7 +17,7 @@ from uuid import UUID
 import orjson
 from pydantic import ValidationError
 
-from schemas.guard import unsafe
+from schemas.guard import UnsafeInput
 from schemas.postmortems import PostmortemImportAnswer, PostmortemImportRequest
 from services.common.auth import Principal
 from services.common.db import Database
@@ -32,8 +32,8 @@ JSON_OBJECT_LIMIT = 4 * MAX_DOCUMENT_CHARS  # bytes of a json document given as 
 
 
 def parse_request(body: Any) -> PostmortemImportRequest:
-    """The request, its size checked first (413), then every value JSON carried (`schemas.guard.unsafe`: NUL, a
-    lone surrogate, nesting, 64-bit integers), then its fields: 422 naming the field."""
+    """The request, its size checked first (413), then its fields (422 naming the field; a value the input guard
+    refuses, such as a lone surrogate or a 64-bit overflow, is named where it is inside `content`)."""
     content = body.get("content") if isinstance(body, dict) else None
     if isinstance(content, str) and len(content) > MAX_DOCUMENT_CHARS:
         raise DocumentTooLarge(len(content))
@@ -44,14 +44,14 @@ def parse_request(body: Any) -> PostmortemImportRequest:
             size = 0
         if size > JSON_OBJECT_LIMIT:
             raise DocumentTooLarge(size)
-    problem = unsafe(body)
-    if problem is not None:  # before the model, so the 422 names the field inside `content`, not the body
-        path = problem.path or "body"
-        raise InvalidInput(f"{path}: {problem.reason}", field=path)
     try:
         return PostmortemImportRequest.model_validate(body)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, UnsafeInput):  # the guard's own path, as the API's handler reads it
+            path = cause.problem.path or "body"
+            raise InvalidInput(f"{path}: {cause.problem.reason}", field=path) from None
         path = ".".join(str(p) for p in err["loc"]) or "body"
         raise InvalidInput(f"{path}: {err['msg']}", field=path) from None
 
