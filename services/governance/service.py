@@ -197,7 +197,8 @@ class GovernanceService:
     def _promote(self, cur: Cursor, principal: Principal, row: StoredProposal, reason: str,
                  now: datetime) -> list[Wrote]:
         rows = [self.review.candidate(cur, principal, UUID(c), lock=True) for c in row.change["candidates"]]
-        contents = [from_draft(r.draft, None, now) for r in rows]
+        known = records.category_spellings(cur)
+        contents = [from_draft(r.draft, None, now, known) for r in rows]
         merged = consolidate(contents[0], contents[1:], now, confidence=float(row.change["confidence"]))
         if merged.owner is None:
             merged = merged.model_copy(update={"owner": f"project:{rows[0].project}"})

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from schemas.ledger import Trust
 from schemas.memory import ApprovalEdits, CandidateDraft, VersionContent
+from services.memory.categories import spelled
 
 UNTRUSTED = Trust.UNTRUSTED_TEXT
 
@@ -17,19 +19,25 @@ def cap_authority(c: VersionContent) -> VersionContent:
     return c
 
 
-def revise(draft: CandidateDraft, edits: ApprovalEdits | None) -> CandidateDraft:
+def revise(draft: CandidateDraft, edits: ApprovalEdits | None,
+           categories: Mapping[str, int] | None = None) -> CandidateDraft:
     """The draft with the reviewer's edits to what the incident was (root cause, category, services,
-    resolution). Matching against existing families and the record's canonical text both use the result."""
-    if edits is None:
-        return draft
-    update = {k: v for k, v in (("root_cause", edits.root_cause), ("root_cause_category", edits.root_cause_category),
-                                ("services", edits.services), ("resolution", edits.resolution)) if v is not None}
+    resolution), its category in the tenant's spelling (`categories`: the tenant's categories and their
+    incidents, `categories.spelled`). Matching against existing families and the record's canonical text both
+    use the result."""
+    update: dict[str, object] = {} if edits is None else {
+        k: v for k, v in (("root_cause", edits.root_cause), ("root_cause_category", edits.root_cause_category),
+                          ("services", edits.services), ("resolution", edits.resolution)) if v is not None}
+    category = edits.root_cause_category if edits and edits.root_cause_category else draft.root_cause_category
+    if categories and (tenant_spelling := spelled(category, categories)) != category:
+        update["root_cause_category"] = tenant_spelling
     return draft.model_copy(update=update) if update else draft
 
 
-def from_draft(draft: CandidateDraft, edits: ApprovalEdits | None, valid_from: datetime) -> VersionContent:
+def from_draft(draft: CandidateDraft, edits: ApprovalEdits | None, valid_from: datetime,
+               categories: Mapping[str, int] | None = None) -> VersionContent:
     """A record version from a draft and the reviewer's edits (`revise` first, then the record-level edits)."""
-    draft = revise(draft, edits)
+    draft = revise(draft, edits, categories)
     canonical = "\n".join(filter(None, [
         f"Root cause: {draft.root_cause}" if draft.root_cause else "",
         f"Category: {draft.root_cause_category}" if draft.root_cause_category else "",
@@ -84,12 +92,17 @@ def merge_into(current: VersionContent, new: VersionContent) -> VersionContent:
     return cap_authority(merged)
 
 
-def superseding(current: VersionContent, changes: dict[str, object], valid_from: datetime) -> VersionContent:
+def superseding(current: VersionContent, changes: dict[str, object], valid_from: datetime,
+                categories: Mapping[str, int] | None = None) -> VersionContent:
     """The next version's content. A new summary that does not restate the root cause means the old
     conclusion no longer holds: its root cause, category and the canonical text built from them stay in
-    history (the earlier version), never in the new version, so later briefings cannot show them.
+    history (the earlier version), never in the new version, so later briefings cannot show them. A new
+    category takes the tenant's spelling (`categories`, as in `revise`).
     Raises ValueError (pydantic) when a change is not valid content."""
     update = dict(changes)
+    category = update.get("root_cause_category")
+    if categories and isinstance(category, str):
+        update["root_cause_category"] = spelled(category, categories)
     if "summary" in update and "root_cause" not in update:
         update.setdefault("root_cause", None)
         update.setdefault("root_cause_category", None)

@@ -104,6 +104,13 @@ def current_versions(cur: Cursor) -> list[Row]:
     return cur.fetchall()
 
 
+def category_spellings(cur: Cursor) -> dict[str, int]:
+    """The tenant's root-cause categories, every project's, with their active incidents (`cause_tallies`, a few
+    rows per tenant): what a new record's category is spelled against (`categories.spelled`)."""
+    cur.execute("SELECT category, sum(incidents) AS n FROM cause_tallies GROUP BY category")
+    return {r["category"]: int(r["n"]) for r in cur.fetchall()}
+
+
 def active_matches(cur: Cursor, project: str, categories: Sequence[str]) -> list[FamilyMatch]:
     """Active families of `project` whose current root-cause category is one of `categories`, oldest first:
     what pending candidates are matched against (one query for a whole page of candidates)."""

@@ -99,7 +99,8 @@ class MemoryService:
                 raise family.IllegalTransition(f"family is {fam.state}; roll back to a version to revive it")
             current = records.content_of(records.require_version(cur, family_id, fam.current_version))
             try:
-                new = cap_authority(superseding(current, changes, datetime.now(UTC)))
+                new = cap_authority(superseding(current, changes, datetime.now(UTC),
+                                                records.category_spellings(cur)))
             except ValueError as exc:
                 raise InvalidInput(f"invalid record change: {exc}", field="summary") from None
             self._check_level(principal, new)

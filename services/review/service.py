@@ -62,6 +62,7 @@ def proposal_for(match: FamilyMatch | None, draft: CandidateDraft) -> Proposal:
 
 
 def find_match(cur: Cursor, project: str, draft: CandidateDraft) -> FamilyMatch | None:
+    """The family `draft` (its category in the tenant's spelling: `content.revise`) would join."""
     categories = [draft.root_cause_category] if draft.root_cause_category else []
     return pick_match(records.active_matches(cur, project, categories), draft)
 
@@ -93,7 +94,8 @@ class ReviewService:
     def _with_proposals(cur: Cursor, rows: list[CandidateRow]) -> list[CandidateView]:
         """Views of a page of candidates; the pending ones are matched against one query's families per
         project (not one query per candidate)."""
-        pending = [(r, r.draft) for r in rows if r.state == CandidateState.PENDING]
+        known = records.category_spellings(cur) if any(r.state == CandidateState.PENDING for r in rows) else {}
+        pending = [(r, revise(r.draft, None, known)) for r in rows if r.state == CandidateState.PENDING]
         matches: dict[str, list[FamilyMatch]] = {}
         for project in {r.project for r, _ in pending}:
             categories = sorted({d.root_cause_category for r, d in pending if r.project == project
@@ -108,11 +110,12 @@ class ReviewService:
         tenant = principal.scoped_tenant
         with self.db.tenant_transaction(tenant) as cur:
             row = self.candidate(cur, principal, candidate_id, lock=True)
-            draft = revise(row.draft, edits)
+            known = records.category_spellings(cur)
+            draft = revise(row.draft, edits, known)
             if draft.untrusted_text_quoted and (edits is None or edits.summary is None):
                 raise InvalidInput("this candidate's text came from untrusted_text and is only quoted: write the "
                                    "summary yourself (edits.summary) to approve it", field="edits.summary")
-            content = from_draft(draft, edits, valid_from=datetime.now(UTC))
+            content = from_draft(row.draft, edits, datetime.now(UTC), known)
             if content.owner is None:
                 content = content.model_copy(update={"owner": f"project:{row.project}"})
             if content.level == "permanent" and principal.role != "admin":

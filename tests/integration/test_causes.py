@@ -266,3 +266,26 @@ def test_cause_tallies_follow_every_move_of_the_families(tenant_client: TenantFa
     answer = client.briefing({"text": "dns resolution failures on the resolver", "services": ["resolver"]})
     expected, _ = TenantHistory({**recount, "uncategorised: pool too small": 1}).priors()
     assert {c["category"]: c["prior"] for c in answer["causes"]} == {c: round(p, 4) for c, p in expected.items()}
+
+
+def test_one_category_written_three_ways_is_one_cause_and_one_family(tenant_client: TenantFactory) -> None:
+    """An agent writes `DB Connection Pool`, a reviewer `db-connection-pool`, an importer `db_connection_pool`:
+    each approval takes the tenant's first spelling, so a recurrence joins its family and the base rate is
+    one cause's, not three causes' at a third each. A category new to the tenant keeps its writer's spelling."""
+    client = tenant_client()
+    learn(client, "INC-S1", "DB Connection Pool", "checkout-api", "db_pool_saturation")
+    learn(client, "INC-S2", "db_connection_pool", "checkout-api", "db_pool_wait_ms")  # a recurrence: same service
+    learn(client, "INC-S3", "dns", "resolver", "coredns_servfail_total")
+    client.append(resolved_incident("INC-S4", category="DNS failure", service="orders-api",
+                                    signal="db_pool_exhausted_total"))
+    cand = eventually(lambda: client.candidates(incident_id="INC-S4", state="pending"))[0]
+    client.approve(str(cand["candidate_id"]), edits={"root_cause_category": "db-connection-pool"},
+                   resolution="new_family")
+    records = {i: r for r in client.records() for i in r["source_incidents"]}
+    assert records["INC-S2"]["family_id"] == records["INC-S1"]["family_id"]  # the recurrence found its family
+    assert {records[i]["root_cause_category"] for i in ("INC-S1", "INC-S2", "INC-S4")} == {"DB Connection Pool"}
+    assert records["INC-S3"]["root_cause_category"] == "dns"
+    answer = client.briefing({"text": "checkout errors", "services": ["checkout-api"]})
+    check_shape(answer)
+    expected, _ = TenantHistory({"DB Connection Pool": 3, "dns": 1}).priors()
+    assert {c["category"]: c["prior"] for c in answer["causes"]} == {c: round(p, 4) for c, p in expected.items()}
