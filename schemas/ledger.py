@@ -185,6 +185,9 @@ class ImportedPostmortem(_Strict):
     unparsed: Annotated[list[ShortText], Field(max_length=100)] = Field(default_factory=list)
     quarantined: Annotated[list[QuarantinedText], Field(max_length=100)] = Field(default_factory=list)
     root_cause_withheld: bool = False
+    # where the root cause was read (`postmortems.model.Postmortem.root_cause_from`): `prose` when the document had
+    # no root-cause section and one paragraph states the cause, which the reviewer should check
+    root_cause_from: ShortText | None = None
     document: Annotated[str, StringConstraints(max_length=65_536)] | None = None  # as imported, for the reviewer
 
 

@@ -59,7 +59,8 @@ def describe(ref: str, pm: Postmortem) -> Table:
         ("started", pm.started_at.isoformat() if pm.started_at else None),
         ("symptoms", f"{len(pm.symptoms)} from {pm.symptoms_from}: {pm.symptoms[0][:90] if pm.symptoms else ''}"),
         ("root cause", "(withheld: reads like an instruction)" if pm.root_cause_withheld
-         else (pm.root_cause or "")[:120]),
+         else (pm.root_cause or "")[:120] + (" (read from the prose: no root-cause section; check it)"
+                                             if pm.root_cause_from == "prose" else "")),
         ("category", pm.root_cause_category), ("resolution", (pm.resolution or "")[:120]),
         ("action items", len(pm.action_items)), ("links", len(pm.links)), ("sections", ", ".join(pm.sections)),
         ("not parsed", ", ".join(pm.unparsed) or "-"),

@@ -57,7 +57,7 @@ def mark_of(pm: Postmortem, content_sha256: str, source_ref: str | None, documen
         unparsed=[clip(u, SHORT_LIMIT) for u in pm.unparsed][:100],
         quarantined=[QuarantinedText(field=clip(q.field, SHORT_LIMIT), text=q.text, reason=q.reason)
                      for q in pm.quarantined][:100],
-        root_cause_withheld=pm.root_cause_withheld, document=document)
+        root_cause_withheld=pm.root_cause_withheld, root_cause_from=pm.root_cause_from, document=document)
 
 
 def build_events(pm: Postmortem, *, tenant: str, project: str, incident_id: str, content_sha256: str,

@@ -121,7 +121,7 @@ def from_document(doc: PostmortemJson) -> Postmortem:
         lessons=cleaned("lessons", list(doc.lessons)),
         links=[x for x in doc.links if not instruction_reason(x)][:MAX_ITEMS],
         sections=[k for k in ("symptoms", "root_cause", "resolution", "action_items") if getattr(doc, k)],
-        quarantined=quarantined, root_cause_withheld=withheld,
+        quarantined=quarantined, root_cause_withheld=withheld, root_cause_from="json" if root_cause else None,
     )
     missing = pm.missing()
     if missing:

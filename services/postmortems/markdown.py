@@ -34,15 +34,19 @@ from services.postmortems.model import (
     NotAPostmortem,
     Postmortem,
     Quarantined,
+    RootCauseFrom,
     Section,
     TimelineEntry,
     clip,
 )
+from services.postmortems.prose import causal_paragraph
 from services.postmortems.times import CHINA, parse_time, parse_zone
 
 # (section, words): a heading belongs to the first section one of whose words it contains (English words
 # on word boundaries, Chinese as substrings). Order matters: "Root cause and trigger" is a root cause.
 SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
+    # Azure's post-incident reviews ask "What went wrong and why?": a cause, before the lessons' "what went wrong"
+    ("root_cause", ("what went wrong and why", "why it went wrong", "how this happened", "how it happened")),
     ("lessons", ("lessons learned", "lessons", "what went well", "what went wrong", "where we got lucky",
                  "how'd we do", "how did we do", "what didn't go so well", "what went poorly",
                  "learnings", "经验教训", "教训", "经验总结", "反思", "总结与反思")),
@@ -57,12 +61,13 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
     # prevention" and 根因分析与改进 are causes
     ("action_items", ("preventative measures", "prevention", "prevent this", "prevent it", "prevent recurrence",
                       "what we are doing", "what we're doing", "what we are changing", "what we're changing",
-                      "改进")),
+                      "less likely", "less impactful", "where do we go from here", "改进")),
     # Atlassian's template names the failure "Fault" and may carry only "Five whys" for the cause: when no
     # root-cause section exists, the trigger's text stands in for it (as a trigger section's does)
     ("trigger", ("trigger", "triggers", "fault", "five whys", "5 whys", "触发", "诱因")),
     ("detection", ("detection", "detected", "how we found out", "发现", "监控告警")),
     ("resolution", ("resolution", "mitigation", "recovery", "remediation", "how we fixed", "fix",
+                    "how did we respond", "how we responded",
                     "处理过程", "处理", "恢复", "解决", "止损", "修复", "应急")),
     ("timeline", ("timeline", "time line", "chronology", "sequence of events", "时间线", "时间轴", "时间线回顾",
                   "事件经过", "经过")),
@@ -71,6 +76,7 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
                 "observed symptoms", "what we saw", "what users saw", "problem statement", "problem description",
                 "issue description", "现象", "故障现象", "问题现象", "异常现象", "故障表现", "问题描述")),
     ("summary", ("summary", "overview", "executive summary", "incident summary", "description", "what happened",
+                 "tl;dr", "tldr",
                  "概述", "摘要", "概要", "简介", "事件描述", "故障描述", "背景")),
     ("metadata", ("metadata", "incident details", "details", "incident information", "incident info",
                   "基本信息", "事故信息", "故障信息")),
@@ -79,9 +85,12 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
     ("impact", ("problem", "问题")),
 )
 _CJK = re.compile(r"[\u3400-\u9fff]")
+_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+          r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?")
 _DATE_IN_TEXT = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}年\d{1,2}月\d{1,2}日"
-                           r"|(?:January|February|March|April|May|June|July|August|September|October|November"
-                           r"|December) \d{1,2}, \d{4}")
+                           rf"|\b{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b"
+                           rf"|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH},? \d{{4}}\b")
+PROSE_DATED = 3  # an undated document's date may be in its first paragraphs ("On June 2, 2019, ...")
 _NUMBERING = re.compile(r"^[\s#*_>\-–—\d.、)）(（一二三四五六七八九十:：]+")
 
 # `Key: value` and table keys -> field; `None`: a known key whose value no field takes (owner, status, ...)
@@ -220,11 +229,33 @@ def _inline_text(tok: Token, links: list[str]) -> str:
 
 _BOLD_LINE = re.compile(r"^(\*\*|__)([^*_\n]{1,80}?)\s*[:：]?\s*\1\s*[:：]?$")
 BOLD_LEVEL = 7  # deeper than any Markdown heading (h1-h6)
+# a plain line naming a section, as letters and plain-text exports write them ("事故概述：", "处理过程",
+# "Root cause:"): short, no sentence punctuation, nothing after its colon
+_PLAIN_LABEL = re.compile(r"^([^\n:：.。,，;；!！*_`|<>\[\]]{1,40}?)\s*([:：?？])?$")
+LABEL_WORDS = 8
+
+
+def label_of(paragraph: str) -> tuple[str, str] | None:
+    """(heading, the rest of the paragraph) when a paragraph's first line names a section: a bold line
+    ("**Root Cause**"), a line ending in a colon ("故障原因及处理过程："), or a paragraph of one short line
+    ("处理过程", "What went wrong and why?"); None otherwise."""
+    first, _, rest = paragraph.strip().partition("\n")
+    first = first.strip()
+    if (bold := _BOLD_LINE.match(first)) is not None:
+        name = bold.group(2).strip()
+    elif (plain := _PLAIN_LABEL.match(first)) is not None and (plain.group(2) or not rest.strip()):
+        name = plain.group(1).strip()
+        if len(name.split()) > LABEL_WORDS or _TIME.match(name) or not re.search(r"\w", name):
+            return None
+    else:
+        return None
+    return (name, rest.strip()) if classify(name) is not None else None
 
 
 def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
     sections = [RawSection(level=0, heading=None, kind=None)]
     depth_list = 0
+    paragraph = False
     row: list[tuple[str, str]] | None = None
     i = 0
     while i < len(tokens):
@@ -235,7 +266,11 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
             i += 3
             continue
         current = sections[-1]
-        if tok.type in ("bullet_list_open", "ordered_list_open"):
+        if tok.type == "paragraph_open":
+            paragraph = True
+        elif tok.type == "paragraph_close":
+            paragraph = False
+        elif tok.type in ("bullet_list_open", "ordered_list_open"):
             depth_list += 1
         elif tok.type in ("bullet_list_close", "ordered_list_close"):
             depth_list -= 1
@@ -248,11 +283,14 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
             row = None
         elif tok.type == "inline":
             text = _inline_text(tok, links)
-            bold = _BOLD_LINE.match(tok.content.strip()) if row is None and not depth_list else None
-            if bold and (kind := classify(bold.group(2))) is not None:
-                # a paragraph that is only a bold section name ("**Root Cause**", as word processors export
-                # their headings): a heading below any written one, so it opens a section inside the current
-                sections.append(RawSection(level=BOLD_LEVEL, heading=bold.group(2).strip(), kind=kind))
+            label = label_of(tok.content) if row is None and not depth_list and paragraph else None
+            if label is not None:
+                # a paragraph that opens with a section's name ("**Root Cause**", as word processors export
+                # their headings; "处理过程：" in a letter): a heading below any written one, so it opens a
+                # section inside the current; the paragraph's other lines are that section's first block
+                sections.append(RawSection(level=BOLD_LEVEL, heading=label[0], kind=classify(label[0])))
+                if label[1]:
+                    sections[-1].blocks.append(Block("paragraph", text.partition("\n")[2].strip(), label[1]))
                 i += 1
                 continue
             if row is not None:
@@ -265,6 +303,23 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
             current.blocks.append(Block("html", tok.content.strip(), tok.content))
         i += 1
     return sections
+
+
+def _plain_date(text: str) -> str:
+    """`February 28th, 2017` -> `February 28, 2017`; `Sept. 4 2018` -> `Sep 4, 2018`: what `parse_time` reads."""
+    text = re.sub(r"(\d)(?:st|nd|rd|th)\b", r"\1", text).replace(".", "")
+    text = re.sub(r"\bSept\b", "Sep", text)
+    return re.sub(r"^([A-Za-z]+) (\d{1,2}) (\d{4})$", r"\1 \2, \3", text)
+
+
+TITLE_WORDS = 6  # a first heading this long (or 16 Chinese characters) names the document, not a section
+
+
+def _is_title(s: RawSection) -> bool:
+    """A document's first heading is its title when it is long ("Summary of the Amazon S3 Service Disruption in
+    ...", "Corrective Action Update for the June 10th Outage") even if it contains a section's word."""
+    return s.level == 1 and s.heading is not None and (
+        len(s.heading.split()) >= TITLE_WORDS or len(_CJK.findall(s.heading)) >= 16)
 
 
 def _key(text: str) -> str:
@@ -282,6 +337,7 @@ class _Builder:
         self.quarantined: list[Quarantined] = []
         self.unparsed: list[str] = []
         self.preamble: list[Block] = []
+        self.flow: list[tuple[Section | None, Block]] = []  # every paragraph, in document order, with its section
 
     # ------------------------------------------------------------ helpers
     def default_zone(self) -> tzinfo:
@@ -332,7 +388,7 @@ class _Builder:
                 continue
             while stack and stack[-1].level >= s.level:
                 stack.pop()
-            if s.kind is None and not title_taken and len(out) == 1:  # the first heading, whatever its level
+            if (s.kind is None or _is_title(s)) and not title_taken and len(out) == 1:  # the first, any level
                 title_taken = True
                 self.meta.setdefault("heading_title", s.heading)
                 out[0].blocks.extend(s.blocks)
@@ -355,6 +411,8 @@ class _Builder:
         for g in groups:
             if g.kind in (None, "metadata", "summary"):
                 g.blocks = self.metadata_blocks(g.blocks)
+            if g.kind != "metadata":
+                self.flow.extend((g.kind, b) for b in g.blocks if b.kind == "paragraph")
             if g.heading is None:  # the preamble: its prose (not the lines that cite a source) summarises
                 self.preamble = [b for b in g.blocks if b.kind == "paragraph" and "http" not in b.source]
                 continue
@@ -454,17 +512,20 @@ class _Builder:
 
     def started_at(self, title: str | None, timeline: list[TimelineEntry]) -> datetime | None:
         """When it started: the document's date or start time, else the earliest dated timeline entry, else a date
-        in the title ("2024-06-01 支付网关故障报告"). Without one the import is dated when it arrives, and the
-        tenant's history, which its calibration walks in time order, would be in import order."""
+        in the title ("2024-06-01 支付网关故障报告") or in its first paragraphs ("On February 28th, 2017, ...").
+        Without one the import is dated when it arrives, and the tenant's history, which its calibration walks in
+        time order, would be in import order."""
         zone = self.default_zone()
         if (written := self.declared("started_at")) is not None:
             return written
         dated = [t for e in timeline if e.at and (t := parse_time(e.at, zone)) is not None and storable(t)]
         if dated:
             return min(dated)
-        found = _DATE_IN_TEXT.search(title or "")
-        guess = parse_time(found.group(0), zone) if found else None
-        return guess if guess is not None and storable(guess) else None
+        for text in [title or "", *self.prose(PROSE_FIRST)[:PROSE_DATED]]:
+            if (found := _DATE_IN_TEXT.search(text)) is not None:
+                guess = parse_time(_plain_date(found.group(0)), zone)
+                return guess if guess is not None and storable(guess) else None
+        return None
 
     def declared(self, name: str) -> datetime | None:
         """The document's own start or end time; one the ledger cannot store (before 1970, after 8999: a typo
@@ -492,14 +553,21 @@ class _Builder:
             symptoms, symptoms_from = [summary], "summary"
         elif not symptoms and timeline:
             symptoms, symptoms_from = [e.text for e in timeline[:3]], "timeline"
+        if not symptoms and (opening := self.prose(("resolution", "timeline", "detection", None))):
+            symptoms, symptoms_from = [clip(opening[0])], "prose"  # a letter's first paragraph: what was seen
         root_blocks = by_kind.get("root_cause", [])
         root_cause = self.text_of("root_cause", root_blocks)
         trigger = self.text_of("trigger", by_kind.get("trigger", []))
         withheld = bool(root_blocks) and root_cause is None
+        root_cause_from: RootCauseFrom = "section"
         if root_cause is None and not withheld:
-            root_cause = meta.get("root_cause") or trigger
+            root_cause, root_cause_from = (meta["root_cause"], "metadata") if meta.get("root_cause") else (
+                trigger, "trigger")
             if root_cause is None and by_kind.get("trigger"):
                 withheld = True
+        if root_cause is None and not withheld:
+            stated = causal_paragraph(self.prose(PROSE_FIRST)) or causal_paragraph(self.prose(PROSE_THEN))
+            root_cause, root_cause_from = stated, "prose"
         resolution = self.text_of("resolution", by_kind.get("resolution", [])) or meta.get("resolution")
         services = [s for s in (x.strip() for x in _SPLIT.split(meta.get("services", ""))) if s]
         title = meta.get("front_title") or meta.get("heading_title") or meta.get("title")
@@ -523,7 +591,20 @@ class _Builder:
             lessons=self.items_of("lessons", by_kind.get("lessons", [])),
             timeline=timeline, links=self.links[:MAX_ITEMS], sections=order, unparsed=self.unparsed,
             quarantined=self.quarantined, root_cause_withheld=withheld,
+            root_cause_from=root_cause_from if root_cause else None,
         )
+
+    def prose(self, sections: tuple[Section | None, ...]) -> list[str]:
+        """The paragraphs of these sections (None: unrecognized ones, and the preamble) in document order,
+        without the ones that read like an instruction (each section's own reading quarantines those)."""
+        return [b.text for kind, b in self.flow if kind in sections
+                and not instruction_reason(b.source) and not instruction_reason(b.text)]
+
+
+# where a document without a root-cause section states its cause: the narrative first (the preamble, the summary,
+# what was seen, unrecognized sections), then the story of the response
+PROSE_FIRST: tuple[Section | None, ...] = (None, "summary", "impact", "detection")
+PROSE_THEN: tuple[Section | None, ...] = ("resolution", "timeline", "lessons")
 
 
 def _category(value: str | None) -> str | None:

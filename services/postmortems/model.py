@@ -18,6 +18,7 @@ SHORT_LIMIT = 200  # the ledger's ShortText fields
 
 Section = Literal["summary", "impact", "timeline", "root_cause", "trigger", "detection", "resolution",
                   "action_items", "lessons", "metadata"]
+RootCauseFrom = Literal["section", "metadata", "trigger", "prose", "json"]
 
 
 class TimelineEntry(BaseModel):
@@ -54,7 +55,7 @@ class Postmortem(BaseModel):
     environment: str | None = None
     summary: str | None = None
     symptoms: list[str] = Field(default_factory=list)
-    symptoms_from: Literal["impact", "summary", "timeline", "json", "none"] = "none"
+    symptoms_from: Literal["impact", "summary", "timeline", "prose", "json", "none"] = "none"
     root_cause: str | None = None
     root_cause_category: str | None = None
     trigger: str | None = None
@@ -68,6 +69,9 @@ class Postmortem(BaseModel):
     unparsed: list[str] = Field(default_factory=list)  # headings of sections no field took
     quarantined: list[Quarantined] = Field(default_factory=list)
     root_cause_withheld: bool = False  # the root cause read like an instruction: only quoted
+    # where the root cause was read: its section, a metadata line, the trigger standing in, or the paragraph of a
+    # document without a root-cause section that states the cause (`prose.causal_paragraph`)
+    root_cause_from: RootCauseFrom | None = None
 
     def missing(self) -> list[str]:
         """What a postmortem must have and this one lacks (a root cause, symptoms)."""

@@ -201,6 +201,7 @@ class ImportedPostmortem(_Answer):
     unparsed: list[str] = Field(default_factory=list)
     quarantined: list[QuarantinedText] = Field(default_factory=list)
     root_cause_withheld: bool = False
+    root_cause_from: str | None = None
     document: str | None = None
 
 
