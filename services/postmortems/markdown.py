@@ -90,6 +90,8 @@ _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|
 _DATE_IN_TEXT = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}年\d{1,2}月\d{1,2}日"
                            rf"|\b{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b"
                            rf"|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH},? \d{{4}}\b")
+_GREETING = re.compile(r"^\W*(?:\w+\W+){0,4}\w+\s*[,，:：]$")  # "Hi all,", "Dear customers:", "尊敬的用户："
+OPENING_WORDS = 12  # a paragraph this long (or twice as many Chinese characters) says what happened
 PROSE_DATED = 3  # an undated document's date may be in its first paragraphs ("On June 2, 2019, ...")
 _NUMBERING = re.compile(r"^[\s#*_>\-–—\d.、)）(（一二三四五六七八九十:：]+")
 
@@ -414,7 +416,8 @@ class _Builder:
             if g.kind != "metadata":
                 self.flow.extend((g.kind, b) for b in g.blocks if b.kind == "paragraph")
             if g.heading is None:  # the preamble: its prose (not the lines that cite a source) summarises
-                self.preamble = [b for b in g.blocks if b.kind == "paragraph" and "http" not in b.source]
+                self.preamble = [b for b in g.blocks if b.kind == "paragraph" and "http" not in b.source
+                                 and not _GREETING.match(b.text)]
                 continue
             if g.kind is None or g.kind == "metadata":
                 if g.heading is not None and g.kind is None and g.blocks:
@@ -554,7 +557,9 @@ class _Builder:
         elif not symptoms and timeline:
             symptoms, symptoms_from = [e.text for e in timeline[:3]], "timeline"
         if not symptoms and (opening := self.prose(("resolution", "timeline", "detection", None))):
-            symptoms, symptoms_from = [clip(opening[0])], "prose"  # a letter's first paragraph: what was seen
+            # a letter's first paragraph that says something ("Hi all," and "尊敬的用户：" do not): what was seen
+            said = [t for t in opening if len(t.split()) >= OPENING_WORDS or len(_CJK.findall(t)) >= 2 * OPENING_WORDS]
+            symptoms, symptoms_from = [clip((said or opening)[0])], "prose"
         root_blocks = by_kind.get("root_cause", [])
         root_cause = self.text_of("root_cause", root_blocks)
         trigger = self.text_of("trigger", by_kind.get("trigger", []))

@@ -132,3 +132,13 @@ def test_the_causal_paragraph_weighs_explicit_cues_over_connectives() -> None:
     assert causal_paragraph(paragraphs) == paragraphs[2]
     assert causal_paragraph(paragraphs[:1]) is None  # one connective is not a stated cause
     assert causal_weight("由于配置错误导致服务不可用") == 3 and causal_weight("根本原因是磁盘写满") >= 3
+
+
+def test_a_letters_greeting_is_not_what_was_seen() -> None:
+    body = ("On the night of 3 May 2024 every login failed and the status page stayed green for an hour while "
+            "support queues filled.\n\nThe outage was caused by an expired signing key on the identity service.\n")
+    letter = parse_markdown("Hi all,\n\n" + body)
+    assert letter.symptoms[0].startswith("On the night of 3 May 2024")
+    assert letter.root_cause == "The outage was caused by an expired signing key on the identity service."
+    told = parse_markdown("# Login outage\n\n## Response\n\n尊敬的用户：\n\n" + body)  # under a section no field takes
+    assert told.symptoms_from == "prose" and told.symptoms[0].startswith("On the night of 3 May 2024")
