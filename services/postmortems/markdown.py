@@ -39,7 +39,7 @@ from services.postmortems.model import (
     TimelineEntry,
     clip,
 )
-from services.postmortems.prose import causal_paragraph
+from services.postmortems.prose import causal_paragraph, reads_as_incident
 from services.postmortems.times import CHINA, parse_time, parse_zone
 
 # (section, words): a heading belongs to the first section one of whose words it contains (English words
@@ -556,7 +556,8 @@ class _Builder:
             symptoms, symptoms_from = [summary], "summary"
         elif not symptoms and timeline:
             symptoms, symptoms_from = [e.text for e in timeline[:3]], "timeline"
-        if not symptoms and (opening := self.prose(("resolution", "timeline", "detection", None))):
+        story = reads_as_incident([self.title(), *(s.heading or "" for s in self.sections), *self.prose(PROSE_EVERY)])
+        if not symptoms and story and (opening := self.prose(("resolution", "timeline", "detection", None))):
             # a letter's first paragraph that says something ("Hi all," and "尊敬的用户：" do not): what was seen
             said = [t for t in opening if len(t.split()) >= OPENING_WORDS or len(_CJK.findall(t)) >= 2 * OPENING_WORDS]
             symptoms, symptoms_from = [clip((said or opening)[0])], "prose"
@@ -570,12 +571,12 @@ class _Builder:
                 trigger, "trigger")
             if root_cause is None and by_kind.get("trigger"):
                 withheld = True
-        if root_cause is None and not withheld:
+        if root_cause is None and not withheld and story:
             stated = causal_paragraph(self.prose(PROSE_FIRST)) or causal_paragraph(self.prose(PROSE_THEN))
             root_cause, root_cause_from = stated, "prose"
         resolution = self.text_of("resolution", by_kind.get("resolution", [])) or meta.get("resolution")
         services = [s for s in (x.strip() for x in _SPLIT.split(meta.get("services", ""))) if s]
-        title = meta.get("front_title") or meta.get("heading_title") or meta.get("title")
+        title = self.title() or None
         if title and instruction_reason(title):
             self.quarantined.append(Quarantined(field="title", text=clip(title), reason="instruction"))
             title = None
@@ -599,6 +600,9 @@ class _Builder:
             root_cause_from=root_cause_from if root_cause else None,
         )
 
+    def title(self) -> str:
+        return self.meta.get("front_title") or self.meta.get("heading_title") or self.meta.get("title") or ""
+
     def prose(self, sections: tuple[Section | None, ...]) -> list[str]:
         """The paragraphs of these sections (None: unrecognized ones, and the preamble) in document order,
         without the ones that read like an instruction (each section's own reading quarantines those)."""
@@ -610,6 +614,7 @@ class _Builder:
 # what was seen, unrecognized sections), then the story of the response
 PROSE_FIRST: tuple[Section | None, ...] = (None, "summary", "impact", "detection")
 PROSE_THEN: tuple[Section | None, ...] = ("resolution", "timeline", "lessons")
+PROSE_EVERY = PROSE_FIRST + PROSE_THEN + ("action_items", "trigger")
 
 
 def _category(value: str | None) -> str | None:

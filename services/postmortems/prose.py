@@ -35,6 +35,15 @@ CUES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(p, re.IGNORECA
     (r"缺陷|漏洞|误操作|配置错误|错误|bug", 1),
 ))
 MIN_WEIGHT = 2
+# what makes prose an incident's story rather than any text that explains something (a README, a design note): one
+# word only incident write-ups use, and one more of either kind
+INCIDENT_WORDS = re.compile(
+    r"\b(?:outages?|incidents?|disruptions?|downtime|post-?mortems?|post-incident|service event|went down|was down"
+    r"|were down|status page|unavailab(?:le|ility))\b|故障|事故|宕机|复盘|不可用", re.IGNORECASE)
+INCIDENT_HINTS = re.compile(
+    r"\b(?:degrad(?:ed|ation)|interruptions?|impact(?:ed)?|customers? (?:saw|were)|stall(?:ed)?|halt(?:ed)?|paged"
+    r"|on-call|errors?|latency|timeouts?)\b|中断|异常|告警|影响|报错|超时", re.IGNORECASE)
+INCIDENT_CUES = 2  # distinct incident words the document must carry for its prose to state a cause
 
 
 def causal_weight(text: str) -> int:
@@ -49,3 +58,16 @@ def causal_paragraph(paragraphs: Sequence[str]) -> str | None:
         if (w := causal_weight(text)) > weight:
             best, weight = text, w
     return best
+
+
+def reads_as_incident(texts: Sequence[str]) -> bool:
+    """True when `texts` (a document's title, headings and paragraphs) use an incident word and at least
+    `INCIDENT_CUES` distinct incident words or hints: only then may its prose stand for symptoms or a cause."""
+    strong: set[str] = set()
+    weak: set[str] = set()
+    for text in texts:
+        strong.update(m.group(0).lower() for m in INCIDENT_WORDS.finditer(text))
+        weak.update(m.group(0).lower() for m in INCIDENT_HINTS.finditer(text))
+        if strong and len(strong) + len(weak) >= INCIDENT_CUES:
+            return True
+    return False

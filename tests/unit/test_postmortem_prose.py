@@ -142,3 +142,15 @@ def test_a_letters_greeting_is_not_what_was_seen() -> None:
     assert letter.root_cause == "The outage was caused by an expired signing key on the identity service."
     told = parse_markdown("# Login outage\n\n## Response\n\n尊敬的用户：\n\n" + body)  # under a section no field takes
     assert told.symptoms_from == "prose" and told.symptoms[0].startswith("On the night of 3 May 2024")
+
+
+def test_a_document_that_explains_something_is_not_an_incident() -> None:
+    """A README or a design note explains causes too ("because", "due to a bug"); without an incident's words its
+    prose stands for neither symptoms nor a cause."""
+    readme = ("# fastjson\n\n## Why another parser?\n\nThe standard parser is slow because it allocates per token, "
+              "and an old bug caused deep recursion on nested arrays.\n\n## Installation\n\nRun pip install "
+              "fastjson. Errors at build time are usually due to a missing compiler.\n")
+    with pytest.raises(NotAPostmortem):
+        parse_markdown(readme)
+    assert parse_markdown(readme.replace("## Installation", "## Outage of 2024-03-01\n\nThe mirror was down.\n\n"
+                                         "## Installation")).root_cause_from == "prose"
