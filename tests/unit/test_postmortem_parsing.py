@@ -345,6 +345,12 @@ PLACES: dict[str, str] = {
     "front matter": "---\ntitle: 'POISON'\nalert: 'POISON'\n---\n" + BASE,
     "title heading": BASE.replace("# Title", "# POISON"),
     "root cause only": BASE.replace("Pool exhausted by slow queries.", "POISON"),
+    # a document without a root-cause section, whose cause is read from its prose (postmortems.prose)
+    "prose without sections": "# Checkout outage\n\nOn 2024-03-01 checkout was down for 20 minutes and customers saw "
+                              "errors.\n\nPOISON\n\nThe outage was caused by slow queries.\n\nThe root cause was found: "
+                              "POISON\n\nWe raised the pool.\n",
+    "plain label lines": "事故概述：\n支付接口大面积超时，用户下单失败。\n\nPOISON\n\n故障原因：\n数据库连接池耗尽。\n\n"
+                         "POISON\n\n处理过程\n\nPOISON\n\n改进措施：\n1. POISON\n",
 }
 FIELDS = ("title", "services", "alert", "severity", "environment", "summary", "symptoms", "root_cause",
           "root_cause_category", "trigger", "detection", "resolution", "action_items", "lessons", "timeline", "links")
@@ -362,7 +368,10 @@ def test_no_poisoning_text_reaches_a_parsed_field(place: str) -> None:
             continue  # nothing imported at all
         leaked = [f for f in FIELDS if marker in str(getattr(pm, f))]
         assert not leaked, f"{place}: text {i} reached {leaked}"
-        if place in ("own paragraph in every section", "appended to each paragraph", "root cause only"):
+        if place == "prose without sections":  # the cause stated in plain words, never the one beside the text
+            assert pm.root_cause_from == "prose" and pm.root_cause == "The outage was caused by slow queries."
+        if place in ("own paragraph in every section", "appended to each paragraph", "root cause only",
+                     "plain label lines"):
             assert any(marker in q.text for q in pm.quarantined), f"{place}: text {i} was not quoted"
 
 
