@@ -346,11 +346,11 @@ PLACES: dict[str, str] = {
     "title heading": BASE.replace("# Title", "# POISON"),
     "root cause only": BASE.replace("Pool exhausted by slow queries.", "POISON"),
     # a document without a root-cause section, whose cause is read from its prose (postmortems.prose)
-    "prose without sections": "# Checkout outage\n\nOn 2024-03-01 checkout was down for 20 minutes and customers saw "
-                              "errors.\n\nPOISON\n\nThe outage was caused by slow queries.\n\nThe root cause was found: "
-                              "POISON\n\nWe raised the pool.\n",
-    "plain label lines": "事故概述：\n支付接口大面积超时，用户下单失败。\n\nPOISON\n\n故障原因：\n数据库连接池耗尽。\n\n"
-                         "POISON\n\n处理过程\n\nPOISON\n\n改进措施：\n1. POISON\n",
+    "prose without sections": ("# Checkout outage\n\nOn 2024-03-01 checkout was down for 20 minutes and "
+                               "customers saw errors.\n\nPOISON\n\nThe outage was caused by slow queries.\n\n"
+                               "The root cause was found: POISON\n\nWe raised the pool.\n"),
+    "plain label lines": ("事故概述：\n支付接口大面积超时，用户下单失败。\n\nPOISON\n\n"
+                          "故障原因：\n数据库连接池耗尽。\n\nPOISON\n\n处理过程\n\nPOISON\n\n改进措施：\n1. POISON\n"),
 }
 FIELDS = ("title", "services", "alert", "severity", "environment", "summary", "symptoms", "root_cause",
           "root_cause_category", "trigger", "detection", "resolution", "action_items", "lessons", "timeline", "links")
