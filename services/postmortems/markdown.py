@@ -87,7 +87,7 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
           r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?")
-_DATE_IN_TEXT = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4}年\d{1,2}月\d{1,2}日"
+_DATE_IN_TEXT = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{4} ?年 ?\d{1,2} ?月 ?\d{1,2} ?日"
                            rf"|\b{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b"
                            rf"|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH},? \d{{4}}\b")
 _GREETING = re.compile(r"^\W*(?:\w+\W+){0,4}\w+\s*[,，:：]$")  # "Hi all,", "Dear customers:", "尊敬的用户："
@@ -308,7 +308,9 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
 
 
 def _plain_date(text: str) -> str:
-    """`February 28th, 2017` -> `February 28, 2017`; `Sept. 4 2018` -> `Sep 4, 2018`: what `parse_time` reads."""
+    """`February 28th, 2017` -> `February 28, 2017`; `Sept. 4 2018` -> `Sep 4, 2018`; `2016 年 3 月 29 日` ->
+    `2016年3月29日`: what `parse_time` reads."""
+    text = re.sub(r" ?([年月日]) ?", r"\1", text)  # "2016 年 3 月 29 日", as Chinese typesetting spaces numbers
     text = re.sub(r"(\d)(?:st|nd|rd|th)\b", r"\1", text).replace(".", "")
     text = re.sub(r"\bSept\b", "Sep", text)
     return re.sub(r"^([A-Za-z]+) (\d{1,2}) (\d{4})$", r"\1 \2, \3", text)

@@ -53,7 +53,8 @@ def parse_time(value: object, default_zone: tzinfo = UTC) -> datetime | None:
     m = re.match(r"(\d{4})年(\d{1,2})月(\d{1,2})日\s*(\d{1,2}:\d{2})?", text)
     if m:
         text = f"{m[1]}-{int(m[2]):02d}-{int(m[3]):02d}" + (f" {m[4]}" if m[4] else "") + text[m.end():]
-    text = re.sub(r"(\d{4})[/.](\d{1,2})[/.](\d{1,2})", lambda g: f"{g[1]}-{int(g[2]):02d}-{int(g[3]):02d}", text)
+    text = re.sub(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)",
+                  lambda g: f"{g[1]}-{int(g[2]):02d}-{int(g[3]):02d}", text)  # 2024/3/5, 2024-1-5: ISO
     text = re.sub(r"(\d{4}-\d{2}-\d{2})[ T](\d):", r"\1 0\2:", text)
     text, zone = parse_zone(text)
     text = re.sub(r"\s*\(.*\)\s*$", "", text).strip()

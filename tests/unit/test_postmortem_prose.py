@@ -154,3 +154,13 @@ def test_a_document_that_explains_something_is_not_an_incident() -> None:
         parse_markdown(readme)
     assert parse_markdown(readme.replace("## Installation", "## Outage of 2024-03-01\n\nThe mirror was down.\n\n"
                                          "## Installation")).root_cause_from == "prose"
+
+
+@pytest.mark.parametrize(("title", "day"), [
+    ("2016 年 3 月 29 日：数据存储服务响应缓慢的故障说明", datetime(2016, 3, 29, tzinfo=CHINA)),
+    ("Outage report for 2024-1-5", datetime(2024, 1, 5, tzinfo=UTC)),
+    ("Summary of the Sept. 4 2018 disruption", datetime(2018, 9, 4, tzinfo=UTC)),
+])
+def test_a_title_dates_the_document_as_people_write_dates(title: str, day: datetime) -> None:
+    pm = parse_markdown(f"# {title}\n\n## Impact\n\nErrors for an hour.\n\n## Root cause\n\nA full disk.\n")
+    assert pm.started_at == day
