@@ -46,7 +46,8 @@ from services.postmortems.times import CHINA, parse_time, parse_zone
 # on word boundaries, Chinese as substrings). Order matters: "Root cause and trigger" is a root cause.
 SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
     # Azure's post-incident reviews ask "What went wrong and why?": a cause, before the lessons' "what went wrong"
-    ("root_cause", ("what went wrong and why", "why it went wrong", "how this happened", "how it happened")),
+    ("root_cause", ("what went wrong and why", "why it went wrong", "how this happened", "how it happened",
+                    "how did this happen", "how did it happen")),
     ("lessons", ("lessons learned", "lessons", "what went well", "what went wrong", "where we got lucky",
                  "how'd we do", "how did we do", "what didn't go so well", "what went poorly",
                  "learnings", "经验教训", "教训", "经验总结", "反思", "总结与反思")),
@@ -74,6 +75,7 @@ SECTION_WORDS: tuple[tuple[Section, tuple[str, ...]], ...] = (
     # what on-call saw: the symptoms, where a template names them apart from the impact
     ("impact", ("impact", "customer impact", "user impact", "影响", "影响范围", "symptoms", "symptom",
                 "observed symptoms", "what we saw", "what users saw", "problem statement", "problem description",
+                "what was impacted", "what was affected",
                 "issue description", "现象", "故障现象", "问题现象", "异常现象", "故障表现", "问题描述")),
     ("summary", ("summary", "overview", "executive summary", "incident summary", "description", "what happened",
                  "tl;dr", "tldr",

@@ -52,12 +52,18 @@ def causal_weight(text: str) -> int:
 
 
 def causal_paragraph(paragraphs: Sequence[str]) -> str | None:
-    """The paragraph that states the cause, or None when no paragraph weighs `MIN_WEIGHT`."""
-    best, weight = None, MIN_WEIGHT - 1
-    for text in paragraphs:
+    """The paragraph that states the cause, or None when no paragraph weighs `MIN_WEIGHT`. A lead-in ("The root
+    cause was the following:", "故障原因如下：") comes with the paragraph it introduces."""
+    best, weight = -1, MIN_WEIGHT - 1
+    for i, text in enumerate(paragraphs):
         if (w := causal_weight(text)) > weight:
-            best, weight = text, w
-    return best
+            best, weight = i, w
+    if best < 0:
+        return None
+    stated = paragraphs[best]
+    if stated.rstrip().endswith((":", "：")) and best + 1 < len(paragraphs):
+        return f"{stated}\n{paragraphs[best + 1]}"
+    return stated
 
 
 def reads_as_incident(texts: Sequence[str]) -> bool:

@@ -164,3 +164,8 @@ def test_a_document_that_explains_something_is_not_an_incident() -> None:
 def test_a_title_dates_the_document_as_people_write_dates(title: str, day: datetime) -> None:
     pm = parse_markdown(f"# {title}\n\n## Impact\n\nErrors for an hour.\n\n## Root cause\n\nA full disk.\n")
     assert pm.started_at == day
+
+
+def test_a_lead_in_comes_with_the_paragraph_it_introduces() -> None:
+    stated = causal_paragraph(["控制台大面积报错。", "经过紧急技术复盘，故障原因如下：", "一次自动化运维变更禁用了部分内部 IP。"])
+    assert stated == "经过紧急技术复盘，故障原因如下：\n一次自动化运维变更禁用了部分内部 IP。"
