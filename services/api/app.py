@@ -110,7 +110,11 @@ def _error(status: int, code: str, message: str, field: str | None = None) -> JS
 
 
 def _field_of(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) if isinstance(p, int) else shown_key(str(p)) for p in loc if p not in ("body", "query", "path")]
+    """The field a validation error names: its location without where the value came from (`body`, `query`,
+    `path`, `header`: only the first element, so a field called `query` is still named)."""
+    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+        loc = loc[1:]
+    parts = [str(p) if isinstance(p, int) else shown_key(str(p)) for p in loc]
     out = ""
     for p in parts:
         out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)

@@ -206,3 +206,32 @@ def test_the_same_postmortem_imported_twice_is_two_candidates_and_one_duplicate_
     assert [p["kind"] for p in preview["proposals"]] == ["duplicate"]
     assert set(preview["proposals"][0]["family_ids"]) == families
     assert "without a category" in preview["proposals"][0]["reason"]
+
+
+PROSE_SUMMARY = """# Summary of the Message Queue Disruption in the Dublin Region
+
+We want to give you more detail about the disruption of the message queue service on March 3rd, 2025, when
+publishers in the Dublin region saw timeouts and consumers stopped receiving messages for 47 minutes.
+
+The disruption was caused by a certificate rotation that shipped an intermediate certificate the brokers did not
+trust, so every broker-to-broker connection failed its handshake and the cluster lost quorum.
+
+We have added a check that every broker trusts a new chain before a rotation continues.
+"""
+
+
+def test_a_prose_summary_is_imported_with_its_stated_cause_and_found_by_its_symptoms(
+        tenant_client: TenantFactory) -> None:
+    """A provider's all-prose service-event summary: no section names its cause; the paragraph that states it
+    becomes the root cause, marked for the reviewer, and once approved a briefing on its symptoms finds it."""
+    client = tenant_client(role="reviewer")
+    answer = client.import_postmortem("markdown", PROSE_SUMMARY, source_ref="mq-dublin.md")
+    cand = _imported_candidates(client, answer["incident_id"])[0]
+    assert cand["content"]["imported_from"]["root_cause_from"] == "prose"
+    assert cand["content"]["root_cause"].startswith("The disruption was caused by a certificate rotation")
+    assert cand["content"]["imported_from"]["started_at"].startswith("2025-03-03")
+    client.approve(str(cand["candidate_id"]), edits={"root_cause_category": "certificate_chain"})
+    found = eventually(lambda: client.request("POST", "/v1/records/search", json={
+        "query": "brokers fail TLS handshake after certificate rotation, publishers time out"})["records"] or None)
+    assert "certificate rotation" in found[0]["root_cause"]
+    assert [c["category"] for c in client.briefing({"text": "publishers time out"})["causes"]] == ["certificate_chain"]
