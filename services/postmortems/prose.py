@@ -62,7 +62,7 @@ def causal_paragraph(paragraphs: Sequence[str]) -> str | None:
         return None
     stated = paragraphs[best]
     if stated.rstrip().endswith((":", "：")) and best + 1 < len(paragraphs):
-        return f"{stated}\n{paragraphs[best + 1]}"
+        return f"{stated} {paragraphs[best + 1]}"
     return stated
 
 

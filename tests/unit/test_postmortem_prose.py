@@ -169,4 +169,4 @@ def test_a_title_dates_the_document_as_people_write_dates(title: str, day: datet
 def test_a_lead_in_comes_with_the_paragraph_it_introduces() -> None:
     stated = causal_paragraph(["控制台大面积报错。", "经过紧急技术复盘，故障原因如下：",
                                "一次自动化运维变更禁用了部分内部 IP。"])
-    assert stated == "经过紧急技术复盘，故障原因如下：\n一次自动化运维变更禁用了部分内部 IP。"
+    assert stated == "经过紧急技术复盘，故障原因如下： 一次自动化运维变更禁用了部分内部 IP。"
