@@ -13,6 +13,7 @@ item, table row, metadata value) that reads like an instruction is set aside as 
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, tzinfo
 from typing import Any
@@ -183,18 +184,20 @@ _FrontMatterLoader.yaml_implicit_resolvers = {
 
 
 def split_front_matter(content: str) -> tuple[dict[str, Any], str]:
-    """YAML front matter (`---` ... `---` or `...` at the very start) and the rest of the document."""
+    """Front matter at the very start and the rest of the document: YAML (`---` ... `---` or `...`) or TOML
+    (`+++` ... `+++`, as Hugo sites write it). Front matter neither can read is no front matter."""
     text = content.lstrip("\ufeff")
-    if not text.startswith("---"):
-        return {}, text
     lines = text.split("\n")
-    if lines[0].strip() != "---":
+    opening = lines[0].strip()
+    if opening not in ("---", "+++"):
         return {}, text
+    ends = ("---", "...") if opening == "---" else ("+++",)
     for i, line in enumerate(lines[1:], start=1):
-        if line.strip() in ("---", "..."):
+        if line.strip() in ends:
+            block = "\n".join(lines[1:i])
             try:
-                data = yaml.load("\n".join(lines[1:i]), Loader=_FrontMatterLoader)
-            except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
+                data = yaml.load(block, Loader=_FrontMatterLoader) if opening == "---" else tomllib.loads(block)
+            except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError, TypeError, OverflowError, RecursionError):
                 return {}, text
             return (data if isinstance(data, dict) else {}), "\n".join(lines[i + 1:])
     return {}, text

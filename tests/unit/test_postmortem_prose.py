@@ -170,3 +170,12 @@ def test_a_lead_in_comes_with_the_paragraph_it_introduces() -> None:
     stated = causal_paragraph(["控制台大面积报错。", "经过紧急技术复盘，故障原因如下：",
                                "一次自动化运维变更禁用了部分内部 IP。"])
     assert stated == "经过紧急技术复盘，故障原因如下： 一次自动化运维变更禁用了部分内部 IP。"
+
+
+def test_toml_front_matter_as_hugo_sites_write_it() -> None:
+    pm = parse_markdown('+++\ntitle = "Checkout outage"\ndate = 2024-06-01T10:00:00Z\nservices = ["checkout"]\n'
+                        'severity = "SEV2"\n+++\n\n## Impact\n\nErrors for an hour.\n\n## Root cause\n\nA full disk.\n')
+    assert (pm.title, pm.services, pm.severity) == ("Checkout outage", ["checkout"], "SEV2")
+    assert pm.started_at == datetime(2024, 6, 1, 10, tzinfo=UTC)
+    broken = parse_markdown("+++\ntitle = = broken\n+++\n\n## Impact\n\nErrors.\n\n## Root cause\n\nA full disk.\n")
+    assert broken.root_cause == "A full disk." and broken.services == []
