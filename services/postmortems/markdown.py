@@ -347,6 +347,7 @@ class _Builder:
         self.unparsed: list[str] = []
         self.preamble: list[Block] = []
         self.flow: list[tuple[Section | None, Block]] = []  # every paragraph, in document order, with its section
+        self._story: bool | None = None
 
     # ------------------------------------------------------------ helpers
     def default_zone(self) -> tzinfo:
@@ -563,8 +564,7 @@ class _Builder:
             symptoms, symptoms_from = [summary], "summary"
         elif not symptoms and timeline:
             symptoms, symptoms_from = [e.text for e in timeline[:3]], "timeline"
-        story = reads_as_incident([self.title(), *(s.heading or "" for s in self.sections), *self.prose(PROSE_EVERY)])
-        if not symptoms and story and (opening := self.prose(("resolution", "timeline", "detection", None))):
+        if not symptoms and self.story() and (opening := self.prose(("resolution", "timeline", "detection", None))):
             # a letter's first paragraph that says something ("Hi all," and "尊敬的用户：" do not): what was seen
             said = [t for t in opening if len(t.split()) >= OPENING_WORDS or len(_CJK.findall(t)) >= 2 * OPENING_WORDS]
             symptoms, symptoms_from = [clip((said or opening)[0])], "prose"
@@ -578,7 +578,7 @@ class _Builder:
                 trigger, "trigger")
             if root_cause is None and by_kind.get("trigger"):
                 withheld = True
-        if root_cause is None and not withheld and story:
+        if root_cause is None and not withheld and self.story():
             stated = causal_paragraph(self.prose(PROSE_FIRST)) or causal_paragraph(self.prose(PROSE_THEN))
             root_cause, root_cause_from = stated, "prose"
         resolution = self.text_of("resolution", by_kind.get("resolution", [])) or meta.get("resolution")
@@ -606,6 +606,14 @@ class _Builder:
             quarantined=self.quarantined, root_cause_withheld=withheld,
             root_cause_from=root_cause_from if root_cause else None,
         )
+
+    def story(self) -> bool:
+        """Whether the document reads as an incident's story (`prose.reads_as_incident`), so that its prose may
+        stand for what a section would have said; read only for a document that lacks such a section."""
+        if self._story is None:
+            self._story = reads_as_incident(
+                [self.title(), *(s.heading or "" for s in self.sections), *self.prose(PROSE_EVERY)])
+        return self._story
 
     def title(self) -> str:
         return self.meta.get("front_title") or self.meta.get("heading_title") or self.meta.get("title") or ""
