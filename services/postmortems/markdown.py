@@ -208,14 +208,17 @@ def classify(heading: str) -> Section | None:
     text = _NUMBERING.sub("", heading).strip().lower()
     text = text.replace("(s)", "s").replace("\u2019", "'")  # "Contributing Factor(s)": the plural; "we’re"
     text = re.sub(r"[*_`#:：()（）\[\]]", " ", text).strip()
-    for kind, words in SECTION_WORDS:
-        for w in words:
-            if _CJK.search(w):
-                if w in text:
-                    return kind
-            elif re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", text):
-                return kind
+    for kind, pattern in _SECTION_PATTERNS:
+        if pattern.search(text):
+            return kind
     return None
+
+
+# one pattern per entry of SECTION_WORDS, in its order: English words on word boundaries, Chinese as substrings
+_SECTION_PATTERNS: tuple[tuple[Section, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile("|".join(re.escape(w) if _CJK.search(w) else rf"(?<![a-z]){re.escape(w)}(?![a-z])"
+                               for w in words)))
+    for kind, words in SECTION_WORDS)
 
 
 def _inline_text(tok: Token, links: list[str]) -> str:
