@@ -21,7 +21,6 @@ and no prose needs them, so a block carrying them is set aside.
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 from typing import TYPE_CHECKING
@@ -103,7 +102,6 @@ def _narrated(pattern: re.Pattern[str], text: str) -> bool:
     return bool(matches) and all(_NARRATED.search(text[max(0, m.start() - 40):m.start()]) for m in matches)
 
 
-@functools.lru_cache(maxsize=4096)
 def instruction_reason(text: str) -> str | None:
     """Why `text` reads like an instruction (an injected lesson, an order to the agent, fake authority, a
     destructive command, markup), or None for ordinary postmortem prose. A destructive command narrated as

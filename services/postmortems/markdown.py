@@ -351,6 +351,7 @@ class _Builder:
         self.preamble: list[Block] = []
         self.flow: list[tuple[Section | None, Block]] = []  # every paragraph, in document order, with its section
         self._story: bool | None = None
+        self._verdicts: dict[tuple[str, str], str | None] = {}  # (source, text) -> its instruction verdict
 
     # ------------------------------------------------------------ helpers
     def default_zone(self) -> tzinfo:
@@ -360,7 +361,7 @@ class _Builder:
         return zone or (CHINA if self.chinese else UTC)
 
     def clean(self, where: str, block: Block) -> str | None:
-        reason = instruction_reason(block.source) or instruction_reason(block.text)
+        reason = self.instruction(block)
         if reason:
             self.quarantined.append(Quarantined(field=where, text=clip(block.text or block.source), reason=reason))
             return None
@@ -624,8 +625,14 @@ class _Builder:
     def prose(self, sections: tuple[Section | None, ...]) -> list[str]:
         """The paragraphs of these sections (None: unrecognized ones, and the preamble) in document order,
         without the ones that read like an instruction (each section's own reading quarantines those)."""
-        return [b.text for kind, b in self.flow if kind in sections
-                and not instruction_reason(b.source) and not instruction_reason(b.text)]
+        return [b.text for kind, b in self.flow if kind in sections and not self.instruction(b)]
+
+    def instruction(self, block: Block) -> str | None:
+        """`instruction_reason` of a block's source, else of its text, asked once per document and text."""
+        key = (block.source, block.text)
+        if key not in self._verdicts:
+            self._verdicts[key] = instruction_reason(block.source) or instruction_reason(block.text)
+        return self._verdicts[key]
 
 
 # where a document without a root-cause section states its cause: the narrative first (the preamble, the summary,
