@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from schemas.guard import Problem, UnsafeInput, shown_key
-from services.api import ui
+from services.api import ui, worker_lifetime
 from services.api.briefing_threads import BriefingThreads
 from services.api.fairness import FairShare, RateLimited, limits_of, retry_after_header
 from services.api.hot_route import HotRoute
@@ -177,6 +177,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
     settings = settings or get_settings()
+    worker_lifetime.tie_to_parent()  # a worker of a multi-process server stops with it
 
     mcp_server, mcp_app = http_server(lambda: app.state.services, settings, lambda: app.state.fairness.admit)
 
