@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -33,7 +34,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    stat = open(f"/proc/{pid}/stat").read().split()  # a zombie has exited: its parent (init) reaps it
+    stat = Path(f"/proc/{pid}/stat").read_text().split()  # a zombie has exited: its parent (init) reaps it
     return stat[2] != "Z"
 
 
