@@ -38,16 +38,16 @@ EXPECTED: dict[str, dict[str, Any]] = {
         alert="ShakespeareSearchLatencyHigh", severity="SEV2", started_at=_day(2015, 10, 21), symptoms_from="impact",
         root_cause="resource leak", trigger="sudden increase in traffic", resolution="sacrificial cluster",
         detection="Borgmon", action_items=5, lessons=5, timeline=6, unparsed=["Supporting information"], links=2),
-    "atlassian-github-2018-10-21.md": dict(
-        services=["github-web", "mysql-primary", "orchestrator"], alert="MySQLReplicationLag", severity="Sev 1",
+    "atlassian-tessera-2018-10-21.md": dict(
+        services=["tessera-web", "postgres-primary", "patroni"], alert="PostgresReplicationLag", severity="Sev 1",
         started_at=_day(2018, 10, 21, 22, 52), resolved_at=_day(2018, 10, 22, 23, 3), symptoms_from="impact",
-        root_cause="fail over across regions", resolution="Restored the East Coast databases", action_items=3,
-        trigger="saw the East Coast primaries as unreachable", lessons=2, timeline=4, unparsed=["Leadup", "Response"]),
-    "pagerduty-cloudflare-2019-07-02.md": dict(
-        title="Cloudflare outage caused by a bad WAF rule", services=["edge-proxy", "waf"], alert="EdgeHTTP502Spike",
-        severity="SEV-1", started_at=_day(2019, 7, 2), symptoms_from="summary", summary="502 errors worldwide",
-        root_cause="backtracks catastrophically", resolution="global kill", action_items=3, lessons=2, timeline=5,
-        unparsed=["Responders", "Messaging"], links=1),
+        root_cause="promote across zones", resolution="Restored the zone A databases", action_items=3,
+        trigger="saw the zone A primaries as unreachable", lessons=2, timeline=4, unparsed=["Leadup", "Response"]),
+    "pagerduty-lumenedge-2019-07-02.md": dict(
+        title="Lumenedge outage caused by an oversized routing config", services=["edge-proxy", "route-config"],
+        alert="EdgeHTTP502Spike", severity="SEV-1", started_at=_day(2019, 7, 2), symptoms_from="summary",
+        summary="502 errors worldwide", root_cause="exceeded the proxy's memory limit", resolution="global rollback",
+        action_items=3, lessons=2, timeline=5, unparsed=["Responders", "Messaging"], links=1),
     "frontmatter-aws-s3-2017-02-28.md": dict(
         title="Amazon S3 service disruption in US-EAST-1", services=["s3-index", "s3-placement", "s3-api"],
         alert="S3ErrorRateHigh", severity="SEV1", environment="us-east-1", root_cause_category="operator_error",
@@ -315,10 +315,10 @@ def test_an_atlassian_document_with_only_a_fault_section_takes_its_cause_from_th
     """Atlassian's template: Leadup, Fault, Impact, Detection, Response, Recovery; teams often leave the
     blameless root cause empty or drop it. The fault then stands in for the cause (as a trigger does);
     Response (who was paged, which channel) is not the resolution and stays unparsed."""
-    doc = (FIXTURES / "atlassian-github-2018-10-21.md").read_text()
+    doc = (FIXTURES / "atlassian-tessera-2018-10-21.md").read_text()
     doc = doc[:doc.index("## Blameless root cause")] + doc[doc.index("## Lessons learned"):]
     pm = parse("markdown", doc)
-    assert pm.root_cause is not None and pm.root_cause.startswith("Orchestrator, which manages MySQL")
+    assert pm.root_cause is not None and pm.root_cause.startswith("Patroni, which manages PostgreSQL")
     assert pm.trigger == pm.root_cause and pm.unparsed == ["Leadup", "Response"]
 
 
