@@ -21,9 +21,10 @@ def parse(format: Format, content: str | dict[str, Any]) -> Postmortem:
 
 
 def format_of(path_name: str) -> Format | None:
-    """The format a file's name says (`.md`, `.markdown`, `.json`), or None."""
+    """The format a file's name says (`.md`, `.markdown`, `.mdx`, `.txt`: a plain-text postmortem reads as Markdown,
+    its `标签：` lines and one-line labels as headings; `.json`), or None."""
     lower = path_name.lower()
-    if lower.endswith((".md", ".markdown")):
+    if lower.endswith((".md", ".markdown", ".mdx", ".txt")):
         return "markdown"
     if lower.endswith(".json"):
         return "json"

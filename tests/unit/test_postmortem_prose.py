@@ -11,6 +11,7 @@ import pytest
 
 from services.postmortems.markdown import label_of, parse_markdown
 from services.postmortems.model import NotAPostmortem
+from services.postmortems.parse import format_of
 from services.postmortems.prose import causal_paragraph, causal_weight
 from services.postmortems.times import CHINA
 
@@ -179,3 +180,8 @@ def test_toml_front_matter_as_hugo_sites_write_it() -> None:
     assert pm.started_at == datetime(2024, 6, 1, 10, tzinfo=UTC)
     broken = parse_markdown("+++\ntitle = = broken\n+++\n\n## Impact\n\nErrors.\n\n## Root cause\n\nA full disk.\n")
     assert broken.root_cause == "A full disk." and broken.services == []
+
+
+def test_plain_text_and_mdx_files_are_read_as_markdown() -> None:
+    assert [format_of(n) for n in ("2019-outage.TXT", "pm.mdx", "pm.md", "export.json", "diagram.png")] == [
+        "markdown", "markdown", "markdown", "json", None]
