@@ -351,6 +351,7 @@ class _Builder:
         self.preamble: list[Block] = []
         self.flow: list[tuple[Section | None, Block]] = []  # every paragraph, in document order, with its section
         self._story: bool | None = None
+        self.said: list[str] = []  # the text of every paragraph, list item and table row (what the story is told in)
         self._verdicts: dict[tuple[str, str], str | None] = {}  # (source, text) -> its instruction verdict
 
     # ------------------------------------------------------------ helpers
@@ -427,6 +428,7 @@ class _Builder:
                 g.blocks = self.metadata_blocks(g.blocks)
             if g.kind != "metadata":
                 self.flow.extend((g.kind, b) for b in g.blocks if b.kind == "paragraph")
+                self.said.extend(b.text for b in g.blocks if b.kind in ("paragraph", "item", "row"))
             if g.heading is None:  # the preamble: its prose (not the lines that cite a source) summarises
                 self.preamble = [b for b in g.blocks if b.kind == "paragraph" and "http" not in b.source
                                  and not _GREETING.match(b.text)]
@@ -615,8 +617,7 @@ class _Builder:
         """Whether the document reads as an incident's story (`prose.reads_as_incident`), so that its prose may
         stand for what a section would have said; read only for a document that lacks such a section."""
         if self._story is None:
-            self._story = reads_as_incident(
-                [self.title(), *(s.heading or "" for s in self.sections), *self.prose(PROSE_EVERY)])
+            self._story = reads_as_incident([self.title(), *(s.heading or "" for s in self.sections), *self.said])
         return self._story
 
     def title(self) -> str:
@@ -639,7 +640,6 @@ class _Builder:
 # what was seen, unrecognized sections), then the story of the response
 PROSE_FIRST: tuple[Section | None, ...] = (None, "summary", "impact", "detection")
 PROSE_THEN: tuple[Section | None, ...] = ("resolution", "timeline", "lessons")
-PROSE_EVERY = PROSE_FIRST + PROSE_THEN + ("action_items", "trigger")
 
 
 def _category(value: str | None) -> str | None:

@@ -35,6 +35,9 @@ CUES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(p, re.IGNORECA
     (r"缺陷|漏洞|误操作|配置错误|错误|bug", 1),
 ))
 MIN_WEIGHT = 2
+# a paragraph that says the cause is not known states none ("The root cause is still unknown.", "原因尚不明确")
+UNKNOWN = re.compile(r"\b(?:root )?cause (?:is|was|remains) (?:still |as yet |yet )?(?:unknown|unclear|not (?:yet )?"
+                     r"(?:known|understood|identified))|原因(?:尚|仍|还)?(?:不明|未明|未知|未查明|待查)", re.IGNORECASE)
 # what makes prose an incident's story rather than any text that explains something (a README, a design note): one
 # word only incident write-ups use, and one more of either kind
 INCIDENT_WORDS = re.compile(
@@ -47,7 +50,9 @@ INCIDENT_CUES = 2  # distinct incident words the document must carry for its pro
 
 
 def causal_weight(text: str) -> int:
-    """The weight of the causal cues in `text`, each cue once."""
+    """The weight of the causal cues in `text`, each cue once; 0 when it says the cause is unknown."""
+    if UNKNOWN.search(text):
+        return 0
     return sum(w for pattern, w in CUES if pattern.search(text))
 
 

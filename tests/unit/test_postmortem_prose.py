@@ -185,3 +185,10 @@ def test_toml_front_matter_as_hugo_sites_write_it() -> None:
 def test_plain_text_and_mdx_files_are_read_as_markdown() -> None:
     assert [format_of(n) for n in ("2019-outage.TXT", "pm.mdx", "pm.md", "export.json", "diagram.png")] == [
         "markdown", "markdown", "markdown", "json", None]
+
+
+def test_a_paragraph_that_says_the_cause_is_unknown_states_none() -> None:
+    assert causal_weight("The nodes were the oldest. The root cause is still unknown.") == 0
+    assert causal_weight("故障原因尚不明确，正在排查。") == 0
+    assert causal_paragraph(["Launches failed for 20 minutes because a node was unhealthy, we think.",
+                             "The root cause is still unknown."]) is None  # one connective is not a cause
