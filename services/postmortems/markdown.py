@@ -24,6 +24,7 @@ from markdown_it.token import Token
 
 from schemas.ledger import storable
 from services.common.errors import InvalidInput
+from services.postmortems.html_blocks import HtmlBlock, HtmlHeading, read_html
 from services.postmortems.instructions import instruction_reason, withheld_hint
 from services.postmortems.model import (
     FIELD_LIMIT,
@@ -141,7 +142,7 @@ _TIME = re.compile(
 
 @dataclass
 class Block:
-    kind: str  # paragraph | item | row | code | html
+    kind: str  # paragraph | item | row | code | html (markup that shows no text: read for instructions only)
     text: str  # as shown (inline markup removed)
     source: str  # as written (what instruction detection reads: link targets, markup)
     cells: list[str] = field(default_factory=list)
@@ -310,7 +311,19 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
         elif tok.type in ("fence", "code_block"):
             current.blocks.append(Block("code", tok.content.strip(), tok.content))
         elif tok.type == "html_block":
-            current.blocks.append(Block("html", tok.content.strip(), tok.content))
+            # a wiki export's <h2>, <p>, <table> and <li>; every block of it carries what the instruction rules
+            # judge of the whole (`html_blocks.HtmlRead.judged`) as its source
+            read = read_html(tok.content, links)
+            if depth_list:  # HTML inside a list item is that item
+                text = " ".join(p.text for p in read.pieces if isinstance(p, HtmlBlock))
+                current.blocks.append(Block("item" if text else "html", text, read.judged))
+            for piece in [] if depth_list else read.pieces:
+                if isinstance(piece, HtmlHeading):
+                    sections.append(RawSection(level=piece.level, heading=piece.text, kind=classify(piece.text)))
+                else:
+                    sections[-1].blocks.append(Block(piece.kind, piece.text, read.judged, list(piece.cells)))
+            if not read.pieces and not depth_list:  # markup that shows nothing (a comment) is judged all the same
+                current.blocks.append(Block("html", "", read.judged))
         i += 1
     return sections
 
@@ -352,7 +365,7 @@ class _Builder:
         self.flow: list[tuple[Section | None, Block]] = []  # every paragraph, in document order, with its section
         self._story: bool | None = None
         self.said: list[str] = []  # the text of every paragraph, list item and table row (what the story is told in)
-        self._verdicts: dict[tuple[str, str], str | None] = {}  # (source, text) -> its instruction verdict
+        self._verdicts: dict[str, str | None] = {}  # a source or text -> its instruction verdict
 
     # ------------------------------------------------------------ helpers
     def default_zone(self) -> tzinfo:
@@ -629,11 +642,14 @@ class _Builder:
         return [b.text for kind, b in self.flow if kind in sections and not self.instruction(b)]
 
     def instruction(self, block: Block) -> str | None:
-        """`instruction_reason` of a block's source, else of its text, asked once per document and text."""
-        key = (block.source, block.text)
-        if key not in self._verdicts:
-            self._verdicts[key] = instruction_reason(block.source) or instruction_reason(block.text)
-        return self._verdicts[key]
+        """`instruction_reason` of a block's source, else of its text, each asked once per document (the blocks of
+        one HTML block share its source)."""
+        return self.verdict(block.source) or self.verdict(block.text)
+
+    def verdict(self, text: str) -> str | None:
+        if text not in self._verdicts:
+            self._verdicts[text] = instruction_reason(text)
+        return self._verdicts[text]
 
 
 # where a document without a root-cause section states its cause: the narrative first (the preamble, the summary,
