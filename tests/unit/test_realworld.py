@@ -134,8 +134,14 @@ def test_fresh_sets_are_appended_in_order_and_earlier_bytes_never_change(tmp_pat
     assert split.read_bytes().startswith(frozen)
     assert rw.frozen_roles(split) == {"H1": "history", "Q1": "dev", "F1": "fresh", "G1": "fresh2",
                                       "G2": "fresh2_novel"}
-    with pytest.raises(FileExistsError, match="every fresh set"):
+    with pytest.raises(ValueError, match="nothing to freeze"):
         rw.write_fresh(base + first + second, "c3", split)
+    written = base + first + second
+    for n, name in enumerate(rw.FRESH_SETS[2:], start=3):  # every later set, once each
+        written = [*written, _pm(f"N{n}", f"{2021 + n}-06-01", "a", "history")]
+        assert rw.write_fresh(written, f"c{n}", split) == {name: 1}
+    with pytest.raises(FileExistsError, match="every fresh set"):
+        rw.write_fresh([*written, _pm("X1", "2030-01-01", "a", "history")], "cx", split)
 
 
 def test_the_outside_checkers_organisations_are_in_no_set() -> None:
