@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import httpx2
+
+RATE_LIMIT_RETRIES = 8
+MAX_RETRY_AFTER = 10.0  # seconds: a longer Retry-After is waited this long, then asked again
+
+
+def _retry_after(header: str | None) -> float:
+    try:
+        return min(max(float(header or 1), 0.05), MAX_RETRY_AFTER)
+    except ValueError:  # an HTTP date: not what this API sends
+        return 1.0
 
 
 class ApiError(RuntimeError):
@@ -33,7 +44,14 @@ class OpsloreClient:
         self.http.close()
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One call; a 429 (the API's fair share, answered before any work is done) is retried after its
+        Retry-After, up to `RATE_LIMIT_RETRIES` times, so a replay or a bulk import paces itself."""
         response = self.http.request(method, path, headers=self._auth(), **kwargs)
+        for _ in range(RATE_LIMIT_RETRIES):
+            if response.status_code != 429:
+                break
+            time.sleep(_retry_after(response.headers.get("Retry-After")))
+            response = self.http.request(method, path, headers=self._auth(), **kwargs)
         body = response.json() if response.content else None
         if response.status_code >= 400:
             raise ApiError(response.status_code, body)
