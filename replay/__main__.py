@@ -153,6 +153,9 @@ def realworld(
     for key, o in outcomes.items():
         typer.echo(f"  {key}: causes {json.dumps(o['outcome'].to_json())}; e5 top-1 class {o['e5_top1_class']}"
                    f"/{o['recurrences']}")
+        typer.echo(f"  {key}: the m most probable causes as evidence (checks, worse, true cause marked): " + "; ".join(
+            f"m={p.m} {p.checks_on}/{p.checks_off}, {p.worse} worse, {p.recall}/{p.recurrences}"
+            for p in o["tradeoff"]))
     failures = rw.gate(results)
     report = report or Path(f"replay/results/realworld-{split}.json")
     from replay.outcome import reliability_png
@@ -167,7 +170,9 @@ def realworld(
                                       k: {sc.name: rw.paired_interval(v[0], sc).to_json() for sc in v[1:]}
                                       for k, v in results.items()},
                                   "causes": {k: {**o["outcome"].to_json(), "e5_top1_class": o["e5_top1_class"],
-                                                 "recurrences": o["recurrences"]} for k, o in outcomes.items()},
+                                                 "recurrences": o["recurrences"],
+                                                 "tradeoff": [p.to_json() for p in o["tradeoff"]]}
+                                             for k, o in outcomes.items()},
                                   "reliability_png": str(png) if png else None,
                                   "gate_failures": failures}, indent=2, ensure_ascii=False), encoding="utf-8")
     for failure in failures:

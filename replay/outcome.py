@@ -46,11 +46,58 @@ def evidence_order(a: Asked) -> list[str]:
 
 
 def checks(a: Asked, base_order: Sequence[str], use_evidence: bool = True) -> int:
-    first = evidence_order(a) if use_evidence else []
-    if a.truth == NEW:
+    return planned(evidence_order(a) if use_evidence else [], a.truth, base_order)
+
+
+def top_causes(a: Asked, m: int) -> list[str]:
+    """The answer's m most probable causes, whatever their basis (a point of the trade-off curve)."""
+    return [c for c, _, _ in sorted(a.causes, key=lambda c: -c[1])[:m]]
+
+
+def planned(first: Sequence[str], truth: str, base_order: Sequence[str]) -> int:
+    """The checkers' planner: `first`, then the base-rate order; a new cause costs one check per `first`."""
+    if truth == NEW:
         return len(first)
     order = [*first, *(c for c in base_order if c not in first)]
-    return order.index(a.truth) + 1 if a.truth in order else len(order)
+    return order.index(truth) + 1 if truth in order else len(order)
+
+
+@dataclass(frozen=True)
+class TradeoffPoint:
+    """Marking the m most probable causes as evidence, whatever the answer chose: checks against the base rates,
+    questions made worse, recurrences whose true cause is marked (the hints' recall, were each marked cause to send
+    its best record) and wasted checks on novel questions."""
+
+    m: int
+    checks_on: int
+    checks_off: int
+    worse: int
+    recall: int
+    recurrences: int
+    novel_checks: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"m": self.m, "checks_on": self.checks_on, "checks_off": self.checks_off,
+                "checks_ratio": round(self.checks_on / self.checks_off, 3) if self.checks_off else None,
+                "worse": self.worse, "recall": self.recall, "recurrences": self.recurrences,
+                "novel_checks": self.novel_checks}
+
+
+def tradeoff(asked: Sequence[Asked], history: TenantHistory, most: int = 5) -> list[TradeoffPoint]:
+    """The curve the answer's `basis` picks one point of: m = 0 (the base rates) to `most` causes marked."""
+    priors, _ = history.priors()
+    order = sorted(priors, key=lambda c: (-priors[c], c))
+    points = []
+    for m in range(most + 1):
+        on = off = worse = recall = novel = 0
+        for a in asked:
+            first = top_causes(a, m)
+            c_on, c_off = planned(first, a.truth, order), planned([], a.truth, order)
+            on, off, worse = on + c_on, off + c_off, worse + (c_on > c_off)
+            recall += a.truth != NEW and a.truth in first
+            novel += c_on if a.truth == NEW else 0
+        points.append(TradeoffPoint(m, on, off, worse, recall, sum(a.truth != NEW for a in asked), novel))
+    return points
 
 
 def forecast(a: Asked, priors: Mapping[str, float]) -> dict[str, float]:

@@ -418,7 +418,7 @@ def evaluate(client: OpsloreClient, pms: list[Postmortem], split: Split, learn: 
     """Every system on the split's questions, asked in each language, with the signals and alert and without;
     `causes` (when given) receives per condition the outcome of opslore's causes (`replay/outcome.py`: planner
     checks against the base rates, Brier skill, top cause) and e5 top-1's class."""
-    from replay.outcome import Asked
+    from replay.outcome import Asked, tradeoff
     from replay.outcome import score as outcome_score
     from services.briefing.causes import NEW, TenantHistory
 
@@ -443,6 +443,7 @@ def evaluate(client: OpsloreClient, pms: list[Postmortem], split: Split, learn: 
                                          pm.cls if pm.cls in history_causes.counts else NEW, key) for pm in asked]
                 recurring = [pm for pm in asked if pm.role in RECURRING]
                 causes[key] = {"outcome": outcome_score("opslore causes", lived, history_causes),
+                               "tradeoff": tradeoff(lived, history_causes),
                                "e5_top1_class": sum(1 for pm in recurring
                                                     if theirs[emb_name][pm.id].classes[:1] == [pm.cls]),
                                "recurrences": len(recurring)}
