@@ -16,7 +16,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, tzinfo
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from markdown_it import MarkdownIt
@@ -246,8 +246,14 @@ _PLAIN_LABEL = re.compile(r"^([^\n:：.。,，;；!！*_`|<>\[\]]{1,40}?)\s*([:�
 LABEL_WORDS = 8
 
 
-def label_of(paragraph: str) -> tuple[str, str] | None:
-    """(heading, the rest of the paragraph) when a paragraph's first line names a section: a bold line
+class Label(NamedTuple):
+    heading: str
+    rest: str
+    kind: Section
+
+
+def label_of(paragraph: str) -> Label | None:
+    """The heading, the rest of the paragraph and its section when a paragraph's first line names a section: a bold line
     ("**Root Cause**"), a line ending in a colon ("故障原因及处理过程："), or a paragraph of one short line
     ("处理过程", "What went wrong and why?"); None otherwise."""
     first, _, rest = paragraph.strip().partition("\n")
@@ -260,7 +266,8 @@ def label_of(paragraph: str) -> tuple[str, str] | None:
             return None
     else:
         return None
-    return (name, rest.strip()) if classify(name) is not None else None
+    kind = classify(name)
+    return Label(name, rest.strip(), kind) if kind is not None else None
 
 
 def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
@@ -299,9 +306,9 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
                 # a paragraph that opens with a section's name ("**Root Cause**", as word processors export
                 # their headings; "处理过程：" in a letter): a heading below any written one, so it opens a
                 # section inside the current; the paragraph's other lines are that section's first block
-                sections.append(RawSection(level=BOLD_LEVEL, heading=label[0], kind=classify(label[0])))
-                if label[1]:
-                    sections[-1].blocks.append(Block("paragraph", text.partition("\n")[2].strip(), label[1]))
+                sections.append(RawSection(level=BOLD_LEVEL, heading=label.heading, kind=label.kind))
+                if label.rest:
+                    sections[-1].blocks.append(Block("paragraph", text.partition("\n")[2].strip(), label.rest))
                 i += 1
                 continue
             if row is not None:
