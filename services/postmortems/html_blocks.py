@@ -39,21 +39,16 @@ _SPACE = re.compile(r"[ \t\r\n\f]+")
 
 
 @dataclass(frozen=True)
-class HtmlHeading:
-    level: int
+class HtmlPiece:
+    kind: str  # heading | paragraph | item | row | code
     text: str
-
-
-@dataclass(frozen=True)
-class HtmlBlock:
-    kind: str  # paragraph | item | row | code
-    text: str
-    cells: tuple[str, ...] = ()
+    level: int = 0  # a heading's (1-6)
+    cells: tuple[str, ...] = ()  # a row's
 
 
 @dataclass(frozen=True)
 class HtmlRead:
-    pieces: list[HtmlHeading | HtmlBlock]
+    pieces: list[HtmlPiece]
     judged: str  # what the instruction rules read for every piece (see the module's docstring)
 
 
@@ -68,7 +63,7 @@ class _Reader(HTMLParser):
     def __init__(self, links: list[str]) -> None:
         super().__init__(convert_charrefs=True)
         self.links = links
-        self.out: list[HtmlHeading | HtmlBlock] = []
+        self.out: list[HtmlPiece] = []
         self.open = _Open("paragraph")
         self.skipping: str | None = None
         self.lists = 0
@@ -85,11 +80,8 @@ class _Reader(HTMLParser):
         current = self.open
         raw = "".join(current.text)
         text = raw.strip("\n") if current.kind == "code" else _SPACE.sub(" ", raw).strip()
-        if current.kind == "heading":
-            if text:
-                self.out.append(HtmlHeading(current.level, text))
-        elif text:
-            self.out.append(HtmlBlock(current.kind, text))
+        if text:
+            self.out.append(HtmlPiece(current.kind, text, level=current.level))
         self.open = then or _Open("item" if self.lists else "paragraph")
 
     def _end_row(self) -> None:
@@ -97,7 +89,7 @@ class _Reader(HTMLParser):
             return
         cells = tuple(_SPACE.sub(" ", "".join(t)).strip() for t in self.row)
         if any(cells):
-            self.out.append(HtmlBlock("row", " | ".join(c for c in cells if c), cells))
+            self.out.append(HtmlPiece("row", " | ".join(c for c in cells if c), cells=cells))
         self.row = None
 
     # ---------------------------------------------------------------- parser callbacks

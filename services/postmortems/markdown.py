@@ -24,7 +24,7 @@ from markdown_it.token import Token
 
 from schemas.ledger import storable
 from services.common.errors import InvalidInput
-from services.postmortems.html_blocks import HtmlBlock, HtmlHeading, read_html
+from services.postmortems.html_blocks import read_html
 from services.postmortems.instructions import instruction_reason, withheld_hint
 from services.postmortems.model import (
     FIELD_LIMIT,
@@ -322,10 +322,10 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
             # judge of the whole (`html_blocks.HtmlRead.judged`) as its source
             read = read_html(tok.content, links)
             if depth_list:  # HTML inside a list item is that item
-                text = " ".join(p.text for p in read.pieces if isinstance(p, HtmlBlock))
+                text = " ".join(p.text for p in read.pieces if p.kind != "heading")
                 current.blocks.append(Block("item" if text else "html", text, read.judged))
             for piece in [] if depth_list else read.pieces:
-                if isinstance(piece, HtmlHeading):
+                if piece.kind == "heading":
                     sections.append(RawSection(level=piece.level, heading=piece.text, kind=classify(piece.text)))
                 else:
                     sections[-1].blocks.append(Block(piece.kind, piece.text, read.judged, list(piece.cells)))
