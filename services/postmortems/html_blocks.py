@@ -166,6 +166,12 @@ class _Reader(HTMLParser):
     def handle_comment(self, data: str) -> None:
         self.judged.append(f"<!--{html.unescape(data)}-->")
 
+    def close(self) -> None:
+        """The end of the block ends what is still open (a row, a paragraph)."""
+        super().close()
+        self._end_row()
+        self._flush()
+
 
 def read_html(content: str, links: list[str]) -> HtmlRead:
     """The headings and blocks of one HTML block, in document order, and what the instruction rules judge of it;
@@ -173,6 +179,4 @@ def read_html(content: str, links: list[str]) -> HtmlRead:
     reader = _Reader(links)
     reader.feed(content)
     reader.close()
-    reader._end_row()
-    reader._flush()
     return HtmlRead(reader.out, "".join(reader.judged))

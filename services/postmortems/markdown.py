@@ -324,13 +324,14 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
             if depth_list:  # HTML inside a list item is that item
                 text = " ".join(p.text for p in read.pieces if p.kind != "heading")
                 current.blocks.append(Block("item" if text else "html", text, read.judged))
-            for piece in [] if depth_list else read.pieces:
-                if piece.kind == "heading":
-                    sections.append(RawSection(level=piece.level, heading=piece.text, kind=classify(piece.text)))
-                else:
-                    sections[-1].blocks.append(Block(piece.kind, piece.text, read.judged, list(piece.cells)))
-            if not read.pieces and not depth_list:  # markup that shows nothing (a comment) is judged all the same
+            elif not read.pieces:  # markup that shows nothing (a comment) is judged all the same
                 current.blocks.append(Block("html", "", read.judged))
+            else:
+                for piece in read.pieces:
+                    if piece.kind == "heading":
+                        sections.append(RawSection(level=piece.level, heading=piece.text, kind=classify(piece.text)))
+                    else:
+                        sections[-1].blocks.append(Block(piece.kind, piece.text, read.judged, list(piece.cells)))
         i += 1
     return sections
 
