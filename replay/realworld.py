@@ -50,13 +50,13 @@ SPLIT = ROOT / "split.yaml"
 K = 5
 MIN_RECURRING = 4  # a class needs this many incidents to have history and questions; fewer: its incidents are novel
 Role = Literal["history", "dev", "test", "dev_novel", "test_novel", "fresh", "fresh_novel", "fresh2", "fresh2_novel",
-               "fresh3", "fresh3_novel", "fresh4", "fresh4_novel"]
-Split = Literal["dev", "test", "fresh", "fresh2", "fresh3", "fresh4"]
+               "fresh3", "fresh3_novel", "fresh4", "fresh4_novel", "fresh5", "fresh5_novel"]
+Split = Literal["dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5"]
 # each written after the design froze, frozen in this order
-FRESH_SETS: tuple[Split, ...] = ("fresh", "fresh2", "fresh3", "fresh4")
-RECURRING: tuple[Role, ...] = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4")
+FRESH_SETS: tuple[Split, ...] = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5")
+RECURRING: tuple[Role, ...] = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5")
 NOVEL: tuple[Role, ...] = ("dev_novel", "test_novel", "fresh_novel", "fresh2_novel", "fresh3_novel",
-                           "fresh4_novel")
+                           "fresh4_novel", "fresh5_novel")
 Lang = Literal["en", "zh"]
 
 
