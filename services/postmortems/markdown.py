@@ -16,7 +16,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, tzinfo
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 import yaml
 from markdown_it import MarkdownIt
@@ -222,11 +222,46 @@ _SECTION_PATTERNS: tuple[tuple[Section, re.Pattern[str]], ...] = tuple(
     for kind, words in SECTION_WORDS)
 
 
+# inline HTML a Markdown writer uses for formatting (`<b>`, `<br>`, `<span style=...>`): shown as its text, never
+# as its tags; any other tag-like text (`<nil>` in a Go error, `<service-name>` in a command) is what it says
+_INLINE_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)(?:\s[^<>]*)?/?>")
+_FORMATTING = frozenset({"a", "abbr", "b", "big", "cite", "code", "del", "dfn", "em", "font", "i", "img", "ins",
+                         "kbd", "mark", "q", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "time",
+                         "tt", "u", "var", "wbr"})
+_BOLD_TAGS = frozenset({"b", "strong"})
+
+
+def inline_html(fragment: str) -> str:
+    """What one inline HTML fragment shows in a paragraph: `<br>` a line break, a formatting tag and a comment
+    nothing, anything else as written. The paragraph's source keeps them all for the instruction rules."""
+    if fragment.startswith("<!--"):
+        return ""
+    tag = _INLINE_TAG.fullmatch(fragment.strip())
+    if tag is None:
+        return fragment
+    name = tag.group(2).lower()
+    return "\n" if name == "br" else "" if name in _FORMATTING else fragment
+
+
+def _label_source(tok: Token) -> str:
+    """The paragraph as `label_of` reads it: its Markdown, with `<b>`/`<strong>` as `**` and `<br>` as a line
+    break, so `<b>Root cause:</b><br>...` names its section as `**Root cause:**` does."""
+    if not any(child.type == "html_inline" for child in tok.children or []):
+        return tok.content
+
+    def markdown(m: re.Match[str]) -> str:
+        name = m.group(2).lower()
+        return "**" if name in _BOLD_TAGS else "\n" if name == "br" else m.group(0)
+    return _INLINE_TAG.sub(markdown, tok.content)
+
+
 def _inline_text(tok: Token, links: list[str]) -> str:
     out: list[str] = []
     for child in tok.children or []:
-        if child.type in ("text", "code_inline", "html_inline"):
+        if child.type in ("text", "code_inline"):
             out.append(child.content)
+        elif child.type == "html_inline":
+            out.append(inline_html(child.content))
         elif child.type in ("softbreak", "hardbreak"):
             out.append("\n")
         elif child.type == "link_open":
@@ -246,10 +281,24 @@ _PLAIN_LABEL = re.compile(r"^([^\n:：.。,，;；!！*_`|<>\[\]]{1,40}?)\s*([:�
 LABEL_WORDS = 8
 
 
+# a bold lead-in naming a section, its text on the same line ("**Resolution:** rolled back", "**Impact**: ..."),
+# as postmortems written inside a larger section open their next part
+_BOLD_LEAD = re.compile(r"^(\*\*|__)(?P<name>[^*_\n]{1,60}?)(?:\s*[:：]\s*\1|\1\s*[:：])[ \t]*(?P<text>\S.*)$")
+
+
+_LEAD_FIELDS = frozenset(get_args(Section)) - {"metadata"}  # what a lead-in may open; metadata keys that
+# take no field or another one (`category`, `started_at`) stay metadata
+
+
+_METADATA_READ: frozenset[Section | None] = frozenset({None, "metadata", "summary"})  # sections whose `Key: value`
+# lines `_Builder.metadata_blocks` reads
+
+
 class Label(NamedTuple):
     heading: str
     rest: str
     kind: Section
+    lead: bool = False  # a bold lead-in: the rest starts on the label's own line
 
 
 def label_of(paragraph: str) -> Label | None:
@@ -258,6 +307,12 @@ def label_of(paragraph: str) -> Label | None:
     ("处理过程", "What went wrong and why?"); None otherwise."""
     first, _, rest = paragraph.strip().partition("\n")
     first = first.strip()
+    if (lead := _BOLD_LEAD.match(first)) is not None:
+        name = lead.group("name").strip()
+        kind = classify(name)
+        if kind is None or kind == "metadata" or META_KEYS.get(_key(name), kind) not in _LEAD_FIELDS:
+            return None  # "**Root cause category:** x", "**Detection:** ..." are metadata lines, read as such
+        return Label(name, "\n".join((lead.group("text"), rest)).strip(), kind, lead=True)
     if (bold := _BOLD_LINE.match(first)) is not None:
         name = bold.group(2).strip()
     elif (plain := _PLAIN_LABEL.match(first)) is not None and (plain.group(2) or not rest.strip()):
@@ -301,14 +356,17 @@ def _sections(tokens: list[Token], links: list[str]) -> list[RawSection]:
             row = None
         elif tok.type == "inline":
             text = _inline_text(tok, links)
-            label = label_of(tok.content) if row is None and not depth_list and paragraph else None
+            label = label_of(_label_source(tok)) if row is None and not depth_list and paragraph else None
+            if label is not None and label.lead and current.kind in _METADATA_READ:
+                label = None  # where `Key: value` lines are metadata, "**Impact:** ..." is one of them
             if label is not None:
                 # a paragraph that opens with a section's name ("**Root Cause**", as word processors export
                 # their headings; "处理过程：" in a letter): a heading below any written one, so it opens a
                 # section inside the current; the paragraph's other lines are that section's first block
                 sections.append(RawSection(level=BOLD_LEVEL, heading=label.heading, kind=label.kind))
                 if label.rest:
-                    sections[-1].blocks.append(Block("paragraph", text.partition("\n")[2].strip(), label.rest))
+                    shown = re.split(r"[:：]", text, maxsplit=1)[-1] if label.lead else text.partition("\n")[2]
+                    sections[-1].blocks.append(Block("paragraph", shown.strip(), label.rest))
                 i += 1
                 continue
             if row is not None:
@@ -445,8 +503,10 @@ class _Builder:
         by_kind: dict[str, list[Block]] = {}
         order: list[str] = []
         for g in groups:
-            if g.kind in (None, "metadata", "summary"):
+            if g.kind in _METADATA_READ:
                 g.blocks = self.metadata_blocks(g.blocks)
+            else:
+                g.blocks = [b for b in g.blocks if not self.bold_metadata(b)]
             if g.kind != "metadata":
                 self.flow.extend((g.kind, b) for b in g.blocks if b.kind == "paragraph")
                 self.said.extend(b.text for b in g.blocks if b.kind in ("paragraph", "item", "row"))
@@ -478,6 +538,16 @@ class _Builder:
                         self.meta.setdefault("front_title", clean)
                 else:
                     self.take_meta(name, str(value), "front matter")
+
+    def bold_metadata(self, b: Block) -> bool:
+        """Whether `b` is a bold `**Key:** value` line of a metadata key (`**Severity:** SEV2`, `**Root cause
+        category:** ...`) inside a section, taken as metadata as it is in the preamble: the section a bold lead-in
+        opened would otherwise swallow the lines after it."""
+        if b.kind != "paragraph" or "\n" in b.text or not b.source.lstrip().startswith(("**", "__", "<b>", "<strong>")):
+            return False
+        m = _KEY_VALUE.match(b.text)
+        return (m is not None and _key(m[1]) in META_KEYS and META_KEYS[_key(m[1])] not in _LEAD_FIELDS
+                and self.take_meta(m[1], m[2], "metadata line"))
 
     def metadata_blocks(self, blocks: list[Block]) -> list[Block]:
         """Take metadata out of tables and `Key: value` lines; return the blocks that are not metadata."""
