@@ -40,8 +40,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from replay.baselines import Corpus, bm25_rank, embedding_rank, embedding_rank_with, incident_text
+from replay.outcome import planned
 from replay.runner import learn_incident
 from replay.scenario import Scenario, ScenarioEvent, ScenarioIncident
+from services.briefing.causes import NEW
 from services.cli.client import OpsloreClient
 
 ROOT = Path(__file__).parent / "realworld"
@@ -286,12 +288,11 @@ def class_order(pms: list[Postmortem]) -> list[str]:
 
 
 def plan(order: list[str], hinted: list[str | None], true_class: str | None) -> Plan:
-    """Checks to the true class with and without memory (see the module docstring); `true_class` None: novel."""
+    """Checks to the true class with and without memory, by the checkers' planner (`outcome.planned`): the hinted
+    classes first, then `order`; `true_class` None, or a class the order lacks: novel."""
     first = list(dict.fromkeys(c for c in hinted if c))
-    if true_class is None or true_class not in order:
-        return Plan(checks_on=len(first), checks_off=0)
-    on = first + [c for c in order if c not in first]
-    return Plan(checks_on=on.index(true_class) + 1, checks_off=order.index(true_class) + 1)
+    truth = true_class if true_class is not None and true_class in order else NEW
+    return Plan(checks_on=planned(first, truth, order), checks_off=planned([], truth, order))
 
 
 @dataclass
@@ -421,7 +422,7 @@ def evaluate(client: OpsloreClient, pms: list[Postmortem], split: Split, learn: 
     checks against the base rates, Brier skill, top cause) and e5 top-1's class."""
     from replay.outcome import Asked, tradeoff
     from replay.outcome import score as outcome_score
-    from services.briefing.causes import NEW, TenantHistory
+    from services.briefing.causes import TenantHistory
 
     if learn:
         learn_history(client, pms, progress)
