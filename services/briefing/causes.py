@@ -69,15 +69,6 @@ PRIOR_STRENGTH = 30.0  # the Gaussian prior's precision around the shipped model
 MIN_QUESTIONS = 20  # fewer lived questions than this: the shipped model as it is
 MAX_LISTED = 10
 MIN_SURE = 0.5
-# A cause is added to the evidence only when checking it first saves at least this many checks in expectation.
-# The planner counts a wrong lead as one check, but a lead is followed: an agent given one investigates it, so a
-# marking that only just pays on paper makes investigations longer more often than it shortens them (at 0, across
-# organisations, 37% of the questions were made worse to save 11% of the checks). Chosen once, on the spent
-# cross-organisation sets (fresh2, fresh3, fresh4 and test, each asked in both languages, with and without alert
-# and signals: 1,096 answers, 916 of them to recurrences), as the smallest margin of the grid 0, 0.1, 0.2, 0.3, 0.5,
-# 0.75, 1 that made at most 10% of the questions worse (#38's target): 0.3 (0.93x the base rates' checks, 9% worse,
-# 0.21 evidence causes per novel question; at 0: 0.89x, 37%, 1.08); documented in docs/evaluation.md.
-EVIDENCE_MARGIN = 0.3
 
 
 ALPHAS = tuple(round(0.25 * 1.25 ** i, 4) for i in range(28))  # 0.25 .. ~102: the concentration's grid
@@ -325,12 +316,11 @@ def posterior(history: TenantHistory, evidence: Mapping[str, CauseEvidence], mod
 
 
 def choose_evidence(probabilities: Mapping[str, float], priors: Mapping[str, float], p_new: float,
-                    supported: Iterable[str], margin: float = EVIDENCE_MARGIN) -> list[str]:
+                    supported: Iterable[str]) -> list[str]:
     """The causes to check before the base-rate order, in the order to check them: the set minimising the
     expected checks of the planner (evidence causes first, then the rest by base rate; a novel incident costs
     one check per evidence cause), among the `supported` causes (with records behind them) whose probability
-    rose above their base rate. Greedy: add the cause that lowers the expected checks most, until none lowers them
-    by `margin` (EVIDENCE_MARGIN).
+    rose above their base rate. Greedy: add the cause that lowers the expected checks most, until none does.
     It starts from the cause the evidence makes more likely than not (`MIN_SURE`) and at least halfway from its
     base rate to certainty, even where the base-rate order checks it first anyway: its hint carries the record's
     live checks, and the price, one check on a novel incident, is then at most 1 - MIN_SURE. (Halfway, not twice
@@ -355,7 +345,7 @@ def choose_evidence(probabilities: Mapping[str, float], priors: Mapping[str, flo
         if not trials:
             break
         cost, cause = min(trials)
-        if cost >= best - margin - 1e-12:
+        if cost >= best - 1e-12:
             break
         chosen.append(cause)
         best = cost
