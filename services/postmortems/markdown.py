@@ -284,14 +284,16 @@ LABEL_WORDS = 8
 # a bold lead-in naming a section, its text on the same line ("**Resolution:** rolled back", "**Impact**: ..."),
 # as postmortems written inside a larger section open their next part
 _BOLD_LEAD = re.compile(r"^(\*\*|__)(?P<name>[^*_\n]{1,60}?)(?:\s*[:：]\s*\1|\1\s*[:：])[ \t]*(?P<text>\S.*)$")
+_LEAD_FIELDS = frozenset(get_args(Section)) - {"metadata"}  # the sections a lead-in may open
+# the sections whose `Key: value` lines `_Builder.metadata_blocks` reads
+_METADATA_READ: frozenset[Section | None] = frozenset({None, "metadata", "summary"})
 
 
-_LEAD_FIELDS = frozenset(get_args(Section)) - {"metadata"}  # what a lead-in may open; metadata keys that
-# take no field or another one (`category`, `started_at`) stay metadata
-
-
-_METADATA_READ: frozenset[Section | None] = frozenset({None, "metadata", "summary"})  # sections whose `Key: value`
-# lines `_Builder.metadata_blocks` reads
+def _metadata_only(key: str) -> bool:
+    """Whether `key` names metadata no section takes (`Root cause category`, `Severity`, `Detection`): its bold
+    `**Key:** value` line is a metadata line wherever it stands, never a section."""
+    k = _key(key)
+    return k in META_KEYS and META_KEYS[k] not in _LEAD_FIELDS
 
 
 class Label(NamedTuple):
@@ -310,8 +312,8 @@ def label_of(paragraph: str) -> Label | None:
     if (lead := _BOLD_LEAD.match(first)) is not None:
         name = lead.group("name").strip()
         kind = classify(name)
-        if kind is None or kind == "metadata" or META_KEYS.get(_key(name), kind) not in _LEAD_FIELDS:
-            return None  # "**Root cause category:** x", "**Detection:** ..." are metadata lines, read as such
+        if kind is None or kind == "metadata" or _metadata_only(name):
+            return None
         return Label(name, "\n".join((lead.group("text"), rest)).strip(), kind, lead=True)
     if (bold := _BOLD_LINE.match(first)) is not None:
         name = bold.group(2).strip()
@@ -546,8 +548,7 @@ class _Builder:
         if b.kind != "paragraph" or "\n" in b.text or not b.source.lstrip().startswith(("**", "__", "<b>", "<strong>")):
             return False
         m = _KEY_VALUE.match(b.text)
-        return (m is not None and _key(m[1]) in META_KEYS and META_KEYS[_key(m[1])] not in _LEAD_FIELDS
-                and self.take_meta(m[1], m[2], "metadata line"))
+        return m is not None and _metadata_only(m[1]) and self.take_meta(m[1], m[2], "metadata line")
 
     def metadata_blocks(self, blocks: list[Block]) -> list[Block]:
         """Take metadata out of tables and `Key: value` lines; return the blocks that are not metadata."""
