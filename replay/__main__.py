@@ -251,6 +251,15 @@ def causes_fit(
     typer.echo(json.dumps(out, indent=1))
 
 
+@app.command("symptom-fit")
+def symptom_fit() -> None:
+    """Fit the shipped symptom classifier on the corpus's frozen cross-organisation sets (never its history);
+    writes services/briefing/data/symptoms.json (see replay/symptom_fit.py). Fit it before `causes-fit`."""
+    from replay import symptom_fit as fit
+
+    fit.main()
+
+
 @app.command("realworld-split")
 def realworld_split(
     fresh: Annotated[str | None, typer.Option(

@@ -12,7 +12,11 @@ and the within-organisation sets are never seen.
    that happened before it, with the base rates of that earlier history; its cause, or NEW.
 3. Tuning questions: every tuning incident asked (in its language and the other, with and without its alert and
    signals) against the whole history; its class, or NEW when the history has none of it.
-4. `causes.fit` on both, centred on the base rates (all weights 0 but identity's documented prior) with a weak
+   With the embedding, each question's concept (`symptoms`): the lived ones with the shipped symptom classifier
+   (it never saw the history), the tuning ones with one fitted the same way without their split
+   (`fold_classifiers`: the shipped one was trained on them, so theirs would be in sample).
+4. `causes.fit` on both (with the embedding also once with the concept held at 0: `causes.WITHOUT_CONCEPT`, a
+   young tenant's model), centred on the base rates (all weights 0 but identity's documented prior) with a weak
    prior (`PRECISION`; the identity weight held at `causes.IDENTITY_WEIGHT`), once with the embedding (the
    served model's key) and once without (`lexical`).
 The report (written beside the models) gives the mean Brier score of the base rates, and of the fitted model on
@@ -29,15 +33,17 @@ from pathlib import Path
 from typing import Any
 
 from replay import realworld as rw
+from replay import symptom_fit
 from replay.ranker_fit import TUNING
 from schemas.api import BriefingRequest
-from services.briefing import causes
+from services.briefing import causes, history, symptoms
 from services.briefing.causes import NEW, CausesModel, Question, TenantHistory
 from services.briefing.causes_calibrator import CausesCalibrator, Lived, evaluate
 from services.briefing.embedding import MultilingualE5Embedder
 from services.briefing.rank import rank
-from services.briefing.semantic import SemanticIndex
+from services.briefing.semantic import SemanticIndex, model_key
 from services.briefing.service import BriefingService
+from services.briefing.symptoms import SymptomClassifier, concepts
 from services.cli.client import OpsloreClient
 from services.common.auth import Principal
 from services.common.db import Database
@@ -45,6 +51,7 @@ from services.common.settings import Settings
 
 OUT = Path(__file__).resolve().parents[1] / "services" / "briefing" / "data" / "causes.json"
 PRECISION = 1.0
+HELD = 1e9  # the precision that holds a weight at its centre (0)
 
 
 def precisions() -> list[float]:
@@ -53,13 +60,18 @@ def precisions() -> list[float]:
     return [causes.IDENTITY_PRECISION if f == "identity" else PRECISION for f in causes.FEATURES] + [PRECISION] * 2
 
 
-def tuning_questions(service: BriefingService, tenant: str, pms: list[rw.Postmortem]) -> list[Question]:
-    """The tuning incidents asked against the whole history (both languages, with and without alert/signals)."""
+def tuning_questions(service: BriefingService, tenant: str, pms: list[rw.Postmortem],
+                     classifiers: dict[str, SymptomClassifier] | None = None) -> list[Question]:
+    """The tuning incidents asked against the whole history (both languages, with and without alert/signals).
+    `classifiers`: per tuning split, a symptom classifier that never saw it (the concept feature out of sample)."""
     principal = Principal(key_id=uuid.uuid4(), tenant=tenant, project="default", role="agent")
     now = datetime.now(UTC)
     with service.db.tenant_transaction(tenant) as cur:
         lived = Lived.read(cur)
-    history = TenantHistory.of_sequence(lived.causes)
+        cause_history = history.read(cur, None)
+        profiles = {split: history.read_profiles(cur, service.semantic.model, None, cause_history, clf).profiles
+                    for split, clf in (classifiers or {}).items() if service.semantic is not None}
+    base = TenantHistory.of_sequence(lived.causes)
     out = []
     for split in TUNING:
         for pm in rw.questions(pms, split):
@@ -72,8 +84,18 @@ def tuning_questions(service: BriefingService, tenant: str, pms: list[rw.Postmor
                     ranked = rank(found.query, found.rows, policy, 10, found.similarities, found.stats)
                     evidence = causes.gather(causes.candidate(lived.cause[str(s.facts.family_id)], s)
                                              for s in ranked.candidates if str(s.facts.family_id) in lived.cause)
-                    out.append(Question(history, evidence, cause=pm.cls if pm.cls in history.counts else NEW))
+                    if split in profiles and found.vector is not None and classifiers is not None:
+                        evidence = causes.with_concepts(evidence, concepts(classifiers[split].ratios(found.vector),
+                                                                           profiles[split]))
+                    out.append(Question(base, evidence, cause=pm.cls if pm.cls in base.counts else NEW))
     return out
+
+
+def fold_classifiers(pms: list[rw.Postmortem], embedder: MultilingualE5Embedder) -> dict[str, SymptomClassifier]:
+    """Per tuning split, the symptom classifier fitted as the shipped one is (`replay/symptom_fit.py`) without it."""
+    data = symptom_fit.embedded(pms, embedder)
+    return {split: symptoms.of_json(symptom_fit.fit(data, model_key(embedder), (split, f"{split}_novel")))
+            for split in TUNING}
 
 
 def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, out: Path = OUT,
@@ -90,17 +112,24 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, ou
     models: dict[str, Any] = {}
     report: dict[str, Any] = {}
     try:
-        semantic = SemanticIndex(MultilingualE5Embedder())
+        embedder = MultilingualE5Embedder()
+        semantic = SemanticIndex(embedder)
+        folds = fold_classifiers(pms, embedder)
+        progress("fold classifiers")
         for key, index in ((semantic.model, semantic), ("lexical", None)):
             service = BriefingService(db, settings, None, index)
             try:
                 lived = CausesCalibrator(service).questions(tenant)[1]
-                tuning = tuning_questions(service, tenant, pms)
+                tuning = tuning_questions(service, tenant, pms, folds if index is not None else None)
             finally:
                 service.close()
             questions = [*lived, *tuning]
             fitted = causes.fit(questions, CausesModel(), precision=precisions(), source="shipped")
             models[key] = fitted.to_json()
+            if index is not None:  # a young tenant's: the same fit with the concept held at 0
+                held = [HELD if f == "concept" else p for f, p in zip(causes.FEATURES, precisions(), strict=False)]
+                plain = causes.fit(questions, CausesModel(), precision=[*held, PRECISION, PRECISION], source="shipped")
+                models[key + causes.WITHOUT_CONCEPT] = plain.to_json()
             report[key] = {"lived": evaluate(lived, {"base_rates": CausesModel.base_rates(), "fitted": fitted}),
                            "tuning": evaluate(tuning, {"base_rates": CausesModel.base_rates(), "fitted": fitted})}
             progress(key)

@@ -56,7 +56,7 @@ import numpy as np
 from services.briefing.rank import STRUCTURED, Scored
 
 NEW = "\x00new"  # the novel outcome's key inside the model (never a category name: categories are printable)
-FEATURES = ("has", "relevance", "identity")
+FEATURES = ("has", "relevance", "identity", "concept")
 RELEVANCE_FLOOR = 0.01  # the relevance feature is log(1 + relevance / floor): a likelihood about proportional to it
 # The identity feature's weight is a documented prior, not a fit: across organisations an alert or signal name
 # never repeats, so the corpus cannot weigh it; inside a tenant the same alert with the same signals is strong
@@ -148,10 +148,12 @@ class CauseEvidence:
 
     relevance: float  # the best fused relevance among its records
     identity: float  # the best identity match (alert, signals, entities; not the service) among its records
-    families: tuple[str, ...] = ()  # its records, best first
+    families: tuple[str, ...] = ()  # its ranked records, best first (none: only the concept speaks for it)
+    concept: float = 0.0  # what many organisations' incidents say the symptoms point at (`symptoms.concepts`)
 
     def vector(self) -> np.ndarray:
-        return np.array([1.0, math.log1p(self.relevance / RELEVANCE_FLOOR), self.identity])
+        return np.array([1.0 if self.families else 0.0, math.log1p(self.relevance / RELEVANCE_FLOOR), self.identity,
+                         self.concept])
 
 
 class Candidate(NamedTuple):
@@ -190,12 +192,22 @@ def gather(candidates: Iterable[Candidate]) -> dict[str, CauseEvidence]:
     return out
 
 
+def with_concepts(evidence: Mapping[str, CauseEvidence], concepts: Mapping[str, float]) -> dict[str, CauseEvidence]:
+    """The evidence with each cause's concept (`symptoms.concepts`); a cause no ranked record backs gets an entry of
+    its concept alone."""
+    out = {c: replace(e, concept=concepts.get(c, 0.0)) for c, e in evidence.items()}
+    for c, value in concepts.items():
+        if c not in out:
+            out[c] = CauseEvidence(relevance=0.0, identity=0.0, concept=value)
+    return out
+
+
 @dataclass(frozen=True)
 class CausesModel:
     """The evidence weights `w` (over FEATURES), the novel outcome's bias `b` and its weight `v` on the best
     relevance; `source` says where they came from (shipped, or calibrated on the tenant)."""
 
-    weights: tuple[float, ...] = (0.0, 0.0, IDENTITY_WEIGHT)
+    weights: tuple[float, ...] = (0.0, 0.0, IDENTITY_WEIGHT, 0.0)
     novel_bias: float = 0.0
     novel_relevance: float = 0.0
     source: str = "shipped"
@@ -244,8 +256,20 @@ def shipped_causes_models() -> dict[str, CausesModel]:
     return {name: CausesModel.from_json(m, source="shipped") for name, m in doc["models"].items()}
 
 
-def shipped_causes_model(ranker_model: str) -> CausesModel:
+WITHOUT_CONCEPT = "+without-concept"  # the key suffix of a shipped model fitted with the concept held at 0
+
+
+def shipped_causes_model(ranker_model: str, concept: bool = True) -> CausesModel:
+    """The shipped model for `ranker_model`; `concept=False`: the one fitted the same way with the concept weight
+    held at 0, for a young tenant (its guard cannot judge the evidence yet). A class profile of one or two records
+    is diffuse: in a synthetic three-record tenant the profile of an OOM record gave data corruption 11%, so a
+    question about documents missing fields after a reindex, which the classifier reads as data corruption (12
+    times its share), raised that record's cause and sent it as a hint. (Zeroing the concept weight of the model
+    fitted with it is not the same: the fit shares the work between relevance and concept, and the relevance alone
+    then lost a one-record tenant's Chinese paraphrase.)"""
     models = shipped_causes_models()
+    if not concept and (plain := models.get(ranker_model + WITHOUT_CONCEPT)) is not None:
+        return plain
     return models.get(ranker_model, models.get("lexical", CausesModel()))
 
 
@@ -375,9 +399,10 @@ class CausesAnswer:
 
 
 def supported(evidence: Mapping[str, CauseEvidence], near: Mapping[str, float], model: CausesModel) -> list[str]:
-    """The causes with records behind them: a ranked candidate, or (when the model conditions on services) an
-    incident of the history that shares a service with the question."""
-    out = {c for c in evidence if evidence[c].families}
+    """The causes with records behind them: a ranked candidate, a concept above 0 (the symptoms point at what its
+    records are about more than at an average class), or (when the model conditions on services) an incident of the
+    history that shares a service with the question."""
+    out = {c for c in evidence if evidence[c].families or evidence[c].concept > 0}
     if model.service_beta is not None:
         out |= {c for c, n in near.items() if n > 0}
     return sorted(out)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
+from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from schemas.api import BriefingRequest
@@ -38,7 +39,9 @@ from services.briefing.calibrator import question_of
 from services.briefing.causes import NEW, CausesModel, Question, TenantHistory
 from services.briefing.history import group_uncategorised
 from services.briefing.rank import rank
+from services.briefing.symptoms import SymptomClassifier, concepts, shipped_classifier
 from services.briefing.tenant_runs import TenantRuns
+from services.briefing.vectors import array_vector
 from services.common.auth import Principal
 from services.common.db import Cursor, Row
 from services.memory import records as memory_records
@@ -84,6 +87,40 @@ def _at(row: Row) -> datetime:
 
 _VERSIONS = """SELECT v.*, f.state AS family_state FROM memory_families f
   JOIN memory_versions v ON v.family_id = f.family_id WHERE f.state = 'active'"""
+
+
+class LivedProfiles:
+    """Each cause's class profile (`symptoms.SymptomClassifier.profile`) over the first n lived versions, the way a
+    briefing then would have computed it (each version's stored vector under its cause)."""
+
+    def __init__(self, lived: Lived, probabilities: dict[int, NDArray[np.float64]]) -> None:
+        self.lived = lived
+        self.probabilities = probabilities  # lived row -> its class probabilities (rows without a vector: none)
+
+    @classmethod
+    def read(cls, tenant: str, svc: BriefingService, lived: Lived, classifier: SymptomClassifier) -> LivedProfiles:
+        assert svc.semantic is not None
+        keys = [(str(r["family_id"]), int(r["version"])) for r in lived.rows]
+        with svc.db.tenant_transaction(tenant) as cur:
+            cur.execute("""SELECT family_id::text AS family_id, version, array_send(vector) AS vector
+                           FROM version_vectors WHERE model = %s""", (svc.semantic.model,))
+            vectors = {(r["family_id"], int(r["version"])): array_vector(r["vector"]) for r in cur.fetchall()}
+        rows = [i for i, k in enumerate(keys) if k in vectors and vectors[k].shape == (classifier.coef.shape[1],)]
+        if not rows:
+            return cls(lived, {})
+        p = classifier.probabilities(np.stack([vectors[keys[i]] for i in rows]))
+        return cls(lived, {i: p[j] for j, i in enumerate(rows)})
+
+    def at(self, n: int) -> dict[str, NDArray[np.float64]]:
+        sums: dict[str, NDArray[np.float64]] = {}
+        counts: dict[str, int] = {}
+        for i in range(min(n, len(self.lived.rows))):
+            if (p := self.probabilities.get(i)) is None:
+                continue
+            cause = self.lived.causes[i]
+            sums[cause] = sums[cause] + p if cause in sums else p.copy()
+            counts[cause] = counts.get(cause, 0) + 1
+        return {c: v / counts[c] for c, v in sums.items()}
 
 
 @dataclass(frozen=True)
@@ -212,10 +249,11 @@ class CausesCalibrator:
         self.young_runs = TenantRuns("causes-young", YOUNG_INTERVAL)  # young tenants: at every new record
 
     def model(self, cur: Cursor, tenant: str, ranker_model: str, records: int | None = None) -> CausesModel:
-        """The tenant's calibrated causes model for `ranker_model`, else the shipped one. `records`: the tenant's
-        size now; a young tenant's (under YOUNG records) remembered model is read again as soon as its size moved
-        (one row by key): its background run follows every record within seconds, and a model remembered for `ttl`
-        would answer with the floor of a smaller history long after the run had stored the right one."""
+        """The tenant's calibrated causes model for `ranker_model`, else the shipped one without the concept.
+        `records`: the tenant's size now; a young tenant's (under YOUNG records) remembered model is read again as
+        soon as its size moved (one row by key): its background run follows every record within seconds, and a model
+        remembered for `ttl` would answer with the floor of a smaller history long after the run had stored the
+        right one."""
         now = time.monotonic()
         with self._lock:
             hit = self._read.get((tenant, ranker_model))
@@ -230,7 +268,8 @@ class CausesCalibrator:
             hit = (now + self.ttl, stored, int(row["records"]) if row else None)
             with self._lock:
                 self._read[(tenant, ranker_model)] = hit
-        return hit[1] if hit[1] is not None else causes.shipped_causes_model(ranker_model)
+        # before the tenant's first run its guard has not judged anything: the shipped model without the concept
+        return hit[1] if hit[1] is not None else causes.shipped_causes_model(ranker_model, concept=False)
 
     def refresh_if_stale(self, tenant: str, ranker_model: str, records: int) -> None:
         """Start a run in the background when the tenant's calibration is missing or its size moved: under YOUNG
@@ -276,6 +315,8 @@ class CausesCalibrator:
                               None if adopted else cause, None))
         out: list[Question | None] = [None] * len(asked)
         walk = LivedWalk(lived)
+        classifier = shipped_classifier(svc.semantic.model if svc.semantic is not None else None)
+        profiles = LivedProfiles.read(tenant, svc, lived, classifier) if classifier is not None else None
         # the ranker a briefing would use now, also when nothing is asked (under MIN_HISTORY records): the model is
         # stored under this name and a briefing reads it under its own (a young tenant's floor stored as "lexical"
         # while its briefings ranked with the embedding was never applied)
@@ -303,6 +344,10 @@ class CausesCalibrator:
                     similarities = {**similarities, **_cosines(cur, svc.semantic.model, keys, question.vector)}
             ranked = rank(found.query, rows, policy, 10, similarities, found.stats)
             evidence = causes.gather(causes.candidate(was[str(s.facts.family_id)][1], s) for s in ranked.candidates)
+            if profiles is not None and classifier is not None and question.vector is not None \
+                    and found.similarities is not None:
+                evidence = causes.with_concepts(evidence, concepts(classifier.ratios(question.vector),
+                                                                   profiles.at(n)))
             label = None if cause is None else cause if cause in history.counts else NEW
             out[at] = Question(history, evidence, cause=label, refuted=refuted if refuted in history.counts else None,
                                near=walk.sharing(req.services))
@@ -341,12 +386,14 @@ class CausesCalibrator:
 
     def run(self, tenant: str, now: datetime | None = None) -> tuple[str, CausesModel, dict[str, Any]]:
         """Calibrate `tenant`'s causes model now and store it. A tenant its guard cannot judge yet (too few lived
-        questions: `causes.guard_judges`) keeps the shipped weights behind its evidence floor."""
+        questions: `causes.guard_judges`) keeps the shipped weights behind its evidence floor, without the concept
+        (`causes.shipped_causes_model`)."""
         name, questions, records = self.questions(tenant, now)
-        samples = [] if causes.guard_judges(questions) else self.unrelated(tenant, now)[1]
+        judged = causes.guard_judges(questions)
+        samples = [] if judged else self.unrelated(tenant, now)[1]
         floor = causes.unrelated_floor(samples)  # every model below carries it: fit, guard and answers apply it
         beta = causes.fit_service_beta(questions)
-        shipped = replace(causes.shipped_causes_model(name), evidence_floor=floor)
+        shipped = replace(causes.shipped_causes_model(name, concept=judged), evidence_floor=floor)
         services_guard: dict[str, int] = {}
         if beta is not None:
             services_ok, services_guard = causes.services_pay(questions, shipped, beta)

@@ -10,6 +10,8 @@ else (`causes.TenantHistory`).
 current records that name one of the question's services.
 `CauseHistories` remembers the answer per tenant and project under the tenant's index size (a new approval
 moves it) for at most `ttl` seconds.
+`read_profiles` reads, for the concept evidence (`symptoms`), each cause's records' stored vectors and reduces them
+to the cause's class distribution; `CauseProfileCache` remembers it as `CauseHistories` does.
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+from numpy.typing import NDArray
+
 from services.briefing.causes import TenantHistory
+from services.briefing.symptoms import SymptomClassifier
+from services.briefing.vectors import array_vector
 from services.common.db import Cursor
 from services.lexicon.analyzer import analyze
 
@@ -130,3 +137,63 @@ def sharing_services(cur: Cursor, services: list[str], project: str | None, hist
         near[cause] = near.get(cause, 0.0) + float(r["n"])
         families.setdefault(cause, []).append(r["family_id"])
     return near, {c: tuple(f[:10]) for c, f in families.items()}
+
+
+MEMBERS_CAP = 5000  # records read per tenant for the causes' class profiles (the most recently valid first)
+_MEMBERS = f"""SELECT f.family_id::text AS family_id, v.root_cause_category AS category,
+  greatest(cardinality(v.source_incidents), 1) AS n, array_send(w.vector) AS vector
+  FROM memory_families f
+  JOIN memory_versions v ON v.family_id = f.family_id AND v.version = f.current_version
+  JOIN version_vectors w ON w.family_id = v.family_id AND w.version = v.version AND w.model = %(model)s
+  WHERE f.state = 'active' AND (%(project)s::text IS NULL OR f.project = %(project)s)
+  ORDER BY coalesce(v.observed_at, v.valid_from) DESC, f.family_id LIMIT {MEMBERS_CAP}"""
+
+
+@dataclass(frozen=True)
+class CauseProfiles:
+    """Each cause's class distribution (`symptoms.SymptomClassifier.profile` of its records' vectors, each record
+    once per incident approved into it) and its records, newest first."""
+
+    profiles: dict[str, NDArray[np.float64]]
+    members: dict[str, tuple[str, ...]]
+
+
+def read_profiles(cur: Cursor, model: str, project: str | None, history: CauseHistory,
+                  classifier: SymptomClassifier) -> CauseProfiles:
+    """The causes' class profiles from the current records' stored `model` vectors (one statement under RLS)."""
+    cur.execute(_MEMBERS, {"model": model, "project": project})
+    pairs: list[tuple[str, NDArray[np.float32]]] = []
+    members: dict[str, list[str]] = {}
+    for r in cur.fetchall():
+        cause = history.cause_of(r["family_id"], r["category"])
+        if cause is None:
+            continue
+        vector = array_vector(r["vector"])
+        if vector.shape != (classifier.coef.shape[1],):
+            continue
+        pairs += [(cause, vector)] * int(r["n"])
+        members.setdefault(cause, []).append(r["family_id"])
+    return CauseProfiles(classifier.profiles(pairs), {c: tuple(f[:10]) for c, f in members.items()})
+
+
+class CauseProfileCache:
+    """`read_profiles`, remembered per (tenant, project, model) while the tenant's index size is unchanged, `ttl`
+    seconds at most (as `CauseHistories`)."""
+
+    def __init__(self, ttl: float = 60.0) -> None:
+        self.ttl = ttl
+        self._known: dict[tuple[str, str | None, str], tuple[float, int, CauseProfiles]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, cur: Cursor, tenant: str, project: str | None, size: int, model: str, history: CauseHistory,
+            classifier: SymptomClassifier) -> CauseProfiles:
+        now = time.monotonic()
+        key = (tenant, project, model)
+        with self._lock:
+            hit = self._known.get(key)
+        if hit is not None and hit[0] > now and hit[1] == size:
+            return hit[2]
+        value = read_profiles(cur, model, project, history, classifier)
+        with self._lock:
+            self._known[key] = (now + self.ttl, size, value)
+        return value

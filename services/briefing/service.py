@@ -42,11 +42,12 @@ from services.briefing.cache import VersionCache
 from services.briefing.calibrator import Calibrator
 from services.briefing.causes_calibrator import CausesCalibrator
 from services.briefing.facts import RecordFacts
-from services.briefing.history import CauseHistories, CauseHistory, sharing_services
+from services.briefing.history import CauseHistories, CauseHistory, CauseProfileCache, sharing_services
 from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank, text_model
 from services.briefing.render import render
 from services.briefing.semantic import RECALL_K, SemanticIndex
 from services.briefing.settler import CommitSettler
+from services.briefing.symptoms import concepts, shipped_classifier
 from services.briefing.vectors import SemanticIndexNotReady
 from services.briefing.warnings import WarningContext, warnings_for
 from services.common import logs
@@ -161,6 +162,7 @@ class Retrieved:
     rows: list[RecordFacts]
     similarities: dict[tuple[str, int], float] | None
     degraded: list[str]
+    vector: NDArray[np.float32] | None = None  # the question's, when the semantic branch answered
 
 
 class BriefingService:
@@ -174,6 +176,7 @@ class BriefingService:
         self.settler = CommitSettler(settings.briefing_recorder_threads, wake_at=db.pool.max_size // 4)
         self.calibrator = Calibrator(self)
         self.histories = CauseHistories()
+        self.profiles = CauseProfileCache()
         self.causes_calibrator = CausesCalibrator(self)
         self._embedding = ThreadPoolExecutor(settings.api_briefing_threads, thread_name_prefix="question-embedding") \
             if semantic is not None and settings.briefing_embed_alongside else None
@@ -290,7 +293,8 @@ class BriefingService:
         similarities, degraded = self._semantic(cur, principal, now, stats, rows, question)
         if question.unready:
             degraded = ["semantic_index"]
-        return Retrieved(q, reads, stats, rows, similarities, ["embedding"] if question.failed else degraded)
+        return Retrieved(q, reads, stats, rows, similarities, ["embedding"] if question.failed else degraded,
+                         question.vector if similarities is not None else None)
 
     def policy(self, now: datetime, semantic: bool, threshold: float | None = None) -> RankPolicy:
         """The ranking policy: the shipped model for the branch that answered; its abstention point unless
@@ -321,7 +325,7 @@ class BriefingService:
         policy = self._tenant_policy(cur, principal.scoped_tenant, now, found)
         ranking = rank(q, found.rows, policy, req.limit, found.similarities, found.stats)
         history = self.histories.get(cur, principal.scoped_tenant, principal.project, found.stats.docs)
-        answer = self._causes(cur, principal, req, policy, history, ranking)
+        answer = self._causes(cur, principal, req, policy, history, ranking, found)
         if briefing:
             shown = cause_model.follow_causes([c.category for c in answer.evidence], ranking.candidates,
                                               lambda s: history.cause_of(str(s.facts.family_id),
@@ -343,14 +347,24 @@ class BriefingService:
         return response
 
     def _causes(self, cur: Cursor, principal: Principal, req: BriefingRequest, policy: RankPolicy,
-                history: CauseHistory, ranking: Ranked) -> cause_model.CausesAnswer:
-        """The calibrated causes of the question (`causes.answer`) from every ranked candidate's relevance, with
-        the tenant's calibrated model (a run started in the background when it is missing or stale) and, when
-        that model conditions on services, the history's incidents that share a service with the question."""
+                history: CauseHistory, ranking: Ranked, found: Retrieved) -> cause_model.CausesAnswer:
+        """The calibrated causes of the question (`causes.answer`) from every ranked candidate's relevance and, when
+        the question was embedded, what the shipped symptom classifier says of each cause's records
+        (`symptoms.concepts`), with the tenant's calibrated model (a run started in the background when it is
+        missing or stale) and, when that model conditions on services, the history's incidents that share a
+        service with the question."""
         tenant = principal.scoped_tenant
         evidence = cause_model.gather(
             cause_model.candidate(cause, s, family) for s in ranking.candidates
             if (cause := history.cause_of(family := str(s.facts.family_id), s.facts.root_cause_category)) is not None)
+        members: dict[str, tuple[str, ...]] = {}
+        classifier = shipped_classifier(self.semantic.model if self.semantic is not None else None)
+        if classifier is not None and found.vector is not None and self.semantic is not None:
+            profiles = self.profiles.get(cur, tenant, principal.project, found.stats.docs, self.semantic.model,
+                                         history, classifier)
+            evidence = cause_model.with_concepts(evidence, concepts(classifier.ratios(found.vector),
+                                                                    profiles.profiles))
+            members = profiles.members
         name = policy.model.name
         model = self.causes_calibrator.model(cur, tenant, name, history.history.records)
         if self.settings.briefing_causes_calibration and self.settings.calibration_runs_in == "api":
@@ -359,7 +373,7 @@ class BriefingService:
         sharing: dict[str, tuple[str, ...]] = {}
         if model.service_beta is not None and req.services:
             near, sharing = sharing_services(cur, req.services, principal.project, history)
-        return cause_model.answer(history.history, evidence, model, req.limit, near, sharing)
+        return cause_model.answer(history.history, evidence, model, req.limit, near, {**members, **sharing})
 
     @staticmethod
     def _causes_explain(answer: cause_model.CausesAnswer, history: CauseHistory) -> dict[str, Any]:

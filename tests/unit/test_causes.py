@@ -31,8 +31,9 @@ from services.briefing.history import group_uncategorised
 from services.briefing.render import render_causes
 
 
-def ev(relevance: float, identity: float = 0.0, families: tuple[str, ...] = ("f",)) -> CauseEvidence:
-    return CauseEvidence(relevance=relevance, identity=identity, families=families)
+def ev(relevance: float, identity: float = 0.0, families: tuple[str, ...] = ("f",), concept: float = 0.0
+       ) -> CauseEvidence:
+    return CauseEvidence(relevance=relevance, identity=identity, families=families, concept=concept)
 
 
 def expected_checks(chosen: list[str], p: dict[str, float], priors: dict[str, float], p_new: float) -> float:
@@ -75,7 +76,7 @@ def test_without_evidence_weights_the_posterior_is_the_base_rates() -> None:
 
 def test_strong_evidence_for_a_rare_cause_makes_it_the_first_check() -> None:
     h = TenantHistory({"pool": 10, "dns": 6, "cert": 4, "disk": 1})
-    model = CausesModel(weights=(-2.0, 1.5, 4.0))
+    model = CausesModel(weights=(-2.0, 1.5, 4.0, 0.0))
     out = answer(h, {"disk": ev(0.9, identity=0.9, families=("rec-disk",)), "pool": ev(0.02)}, model)
     assert out.causes[0].category == "disk" and out.causes[0].basis == "evidence"
     assert out.causes[0].family_ids == ("rec-disk",)
@@ -152,7 +153,8 @@ def simulated(model: CausesModel, n: int, seed: int) -> list[Question]:
     h = TenantHistory({"a": 8, "b": 5, "c": 3, "d": 2})
     out = []
     for _ in range(n):
-        evidence = {c: ev(float(rng.random()), families=(c,)) for c in h.counts if rng.random() < 0.7}
+        evidence = {c: ev(float(rng.random()), families=(c,), concept=float(rng.normal())) for c in h.counts
+                    if rng.random() < 0.7}
         p, p_new = posterior(h, evidence, model)
         outcomes = [*sorted(p), NEW]
         draw = outcomes[int(rng.choice(len(outcomes), p=np.array([p[c] for c in sorted(p)] + [p_new])))]
@@ -161,16 +163,17 @@ def simulated(model: CausesModel, n: int, seed: int) -> list[Question]:
 
 
 def test_the_fit_recovers_the_model_that_generated_the_questions() -> None:
-    truth = CausesModel(weights=(-1.0, 1.2, 0.0), novel_bias=0.3, novel_relevance=0.0)
-    fitted = fit(simulated(truth, 3000, seed=1), CausesModel.base_rates(), precision=[1.0, 1.0, 1e6, 1.0, 1.0])
+    truth = CausesModel(weights=(-1.0, 1.2, 0.0, 0.8), novel_bias=0.3, novel_relevance=0.0)
+    fitted = fit(simulated(truth, 3000, seed=1), CausesModel.base_rates(), precision=[1.0, 1.0, 1e6, 1.0, 1.0, 1.0])
     assert fitted.weights[1] == pytest.approx(1.2, abs=0.25)
+    assert fitted.weights[3] == pytest.approx(0.8, abs=0.2)
     assert fitted.novel_bias == pytest.approx(0.3, abs=0.5)
-    again = fit(simulated(truth, 3000, seed=1), CausesModel.base_rates(), precision=[1.0, 1.0, 1e6, 1.0, 1.0])
+    again = fit(simulated(truth, 3000, seed=1), CausesModel.base_rates(), precision=[1.0, 1.0, 1e6, 1.0, 1.0, 1.0])
     assert again == fitted  # deterministic
 
 
 def test_too_few_questions_keep_the_centre_and_a_strong_prior_holds_it() -> None:
-    centre = CausesModel(weights=(-1.0, 1.0, 4.0))
+    centre = CausesModel(weights=(-1.0, 1.0, 4.0, 0.0))
     few = simulated(CausesModel.base_rates(), causes.MIN_QUESTIONS - 1, seed=2)
     assert fit(few, centre) is centre
     held = fit(simulated(CausesModel.base_rates(), 200, seed=3), centre, precision=1e6)
@@ -180,7 +183,7 @@ def test_too_few_questions_keep_the_centre_and_a_strong_prior_holds_it() -> None
 def test_a_refuted_cause_lowers_its_weight() -> None:
     h = TenantHistory({"a": 5, "b": 5})
     strong = {"a": ev(0.9, families=("a",))}
-    start = CausesModel(weights=(0.0, 1.0, 0.0))
+    start = CausesModel(weights=(0.0, 1.0, 0.0, 0.0))
     refuted = fit([Question(h, strong, refuted="a") for _ in range(40)], start, precision=1.0)
     adopted = fit([Question(h, strong, cause="a") for _ in range(40)], start, precision=1.0)
     p_ref, _ = posterior(h, strong, refuted)
@@ -193,6 +196,8 @@ def test_stored_models_of_other_features_are_refused() -> None:
     assert CausesModel.from_json(doc) == CausesModel()
     with pytest.raises(ValueError):
         CausesModel.from_json({**doc, "features": ["has", "text", "identity", "share", "top"]})
+    with pytest.raises(ValueError):  # a model stored before the concept feature
+        CausesModel.from_json({**doc, "features": ["has", "relevance", "identity"], "weights": [0.0, 1.0, 4.0]})
 
 
 def test_uncategorised_root_causes_are_grouped_when_near_identical() -> None:
@@ -247,7 +252,7 @@ def _lived(n: int, right_until: int, seed: int = 38) -> list[Question]:
 
 
 def test_evidence_that_made_the_newest_investigations_longer_is_turned_off() -> None:
-    centre = CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT))
+    centre = CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT, 0.0))
     pays, report = causes.evidence_pays(_lived(90, right_until=60), centre)
     assert not pays and report["guard_checks_causes"] > report["guard_checks_base_rates"]
     pays, report = causes.evidence_pays(_lived(90, right_until=90), centre)
@@ -282,7 +287,7 @@ def test_evidence_that_makes_the_newest_investigations_no_shorter_is_turned_off(
         lived.append(Question(TenantHistory.of_sequence(seen), {"db": ev(0.9, 1.0)} if truth == "db" else {},
                               cause=truth))
         seen.append(truth)
-    pays, report = causes.evidence_pays(lived, CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT)))
+    pays, report = causes.evidence_pays(lived, CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT, 0.0)))
     assert report["guard_checks_causes"] == report["guard_checks_base_rates"] and not pays
 
 
@@ -369,10 +374,10 @@ def test_a_recurrence_is_asked_with_its_own_incident_never_its_familys_earlier_e
 
 def test_planner_checks_count_a_novel_incident_by_its_evidence_causes() -> None:
     q = Question(TenantHistory({"db": 8, "net": 2}), {"net": ev(0.9, 1.0)}, cause=NEW)
-    with_evidence, base = causes.planner_checks(q, CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT)))
+    with_evidence, base = causes.planner_checks(q, CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT, 0.0)))
     assert (with_evidence, base) == (1, 0)
     q = Question(TenantHistory({"db": 8, "net": 2}), {"net": ev(0.9, 1.0)}, cause="net")
-    assert causes.planner_checks(q, CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT))) == (1, 2)
+    assert causes.planner_checks(q, CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT, 0.0))) == (1, 2)
 
 
 def test_service_priors_lean_towards_the_causes_of_incidents_on_the_same_services() -> None:
@@ -479,7 +484,7 @@ def test_evidence_that_does_not_stand_out_from_unrelated_incidents_is_none_at_al
 
 def test_a_young_tenants_evidence_below_its_floor_answers_with_the_base_rates() -> None:
     h = TenantHistory({"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1})
-    shipped = CausesModel(weights=(-2.0, 1.5, causes.IDENTITY_WEIGHT), novel_bias=0.9, novel_relevance=0.7)
+    shipped = CausesModel(weights=(-2.0, 1.5, causes.IDENTITY_WEIGHT, 0.0), novel_bias=0.9, novel_relevance=0.7)
     alike = {"e": ev(0.25, families=("fe",)), "b": ev(0.05, families=("fb",))}  # "e" last in the base-rate order
     without = answer(h, alike, shipped)
     assert without.evidence  # the shipped model alone marks the spike
@@ -508,3 +513,23 @@ def test_the_floor_is_stored_with_the_model_and_kept_by_a_fit() -> None:
     assert fit(lived, model).evidence_floor == 0.123
     assert not causes.guard_judges(lived[:causes.GUARD_MIN_QUESTIONS - 1])
     assert causes.guard_judges(lived[:causes.GUARD_MIN_QUESTIONS])
+
+
+def test_a_concept_alone_backs_a_cause_no_ranked_record_backs() -> None:
+    """The symptom classifier can point at a cause none of whose records was ranked: it is listed with the evidence
+    of its concept alone (has = 0), may be checked first, and carries its records as family ids."""
+    h = TenantHistory({"a": 10, "b": 10, "c": 10})
+    evidence = causes.with_concepts({"a": ev(0.05, families=("fa",))}, {"a": -1.0, "b": -1.0, "c": 2.5})
+    assert evidence["c"].families == () and evidence["c"].vector()[0] == 0.0 and evidence["c"].concept == 2.5
+    assert evidence["a"].families == ("fa",) and evidence["a"].concept == -1.0
+    model = CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT, 1.5))
+    p, _ = posterior(h, evidence, model)
+    assert p["c"] > p["a"] and p["c"] > p["b"]
+    ans = causes.answer(h, evidence, model, sharing={"c": ("fc1", "fc2")})
+    first = ans.causes[0]
+    assert (first.category, first.basis, first.family_ids) == ("c", "evidence", ("fc1", "fc2"))
+    # without the concept weight the same evidence says nothing for c
+    p0, _ = posterior(h, evidence, CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT, 0.0)))
+    assert p0["c"] == pytest.approx(p0["b"])
+    # a cause the symptoms point away from is not supported by its concept
+    assert "b" not in causes.supported(evidence, {}, model)

