@@ -1,5 +1,6 @@
 """Real public postmortems through the running stack, on the dev split (the held-out sets are run by
-`replay realworld --split test|fresh2` once a design is frozen; see replay/realworld.py and docs/evaluation.md).
+`replay realworld --split test|fresh2|...|fresh9` once a design is frozen; see replay/realworld.py and
+docs/evaluation.md). Dev is tuning data: the ranker, the causes model and the symptom classifier were fitted on it.
 
 The history is learned through the gateway, projector, evidence gate and review into a fresh tenant, then the
 dev questions are asked as briefings, in English and in Chinese, once for every test of this module."""
@@ -48,9 +49,11 @@ def test_on_dev_the_causes_shorten_investigations_and_beat_the_base_rates(dev: d
     assert causes.top1 >= causes.top1_base, causes.to_json()
 
 
-@pytest.mark.xfail(strict=True, reason="v1.3 sends hints only for causes whose checking first pays in expectation: "
-                   "on dev hint Recall@5 fell to 0.16 (e5 top-5 0.39, en) and 0.16 (0.32, zh); see docs/evaluation.md")
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_on_dev_hints_recall_at_least_what_e5_top_k_recalls(dev: dict[str, Any], lang: str) -> None:
+    """Hints follow the evidence causes (v1.3); with the symptom classifier's concept (f5f4ba3) more causes are backed,
+    and the hints recall at least what e5's top five recall. A regression check, not a held-out figure: the shipped
+    classifier was trained on dev (the held-out first runs are fresh7-fresh9, docs/evaluation.md). Until f5f4ba3 this
+    was a strict xfail: Recall@5 0.16 against e5's 0.39 (en) and 0.16 against 0.32 (zh)."""
     ours, theirs = dev[lang]["hints"], dev[lang]["e5"]
     assert ours.recall_at_5 >= theirs.recall_at_5, (lang, ours.to_json(), theirs.to_json())
