@@ -37,7 +37,7 @@ from schemas.api import BriefingRequest
 from services.briefing import causes, retrieval
 from services.briefing.calibrator import question_of
 from services.briefing.causes import NEW, CausesModel, Question, TenantHistory
-from services.briefing.history import group_uncategorised
+from services.briefing.history import MEMBERS_CAP, group_uncategorised
 from services.briefing.rank import rank
 from services.briefing.symptoms import SymptomClassifier, concepts, shipped_classifier
 from services.briefing.tenant_runs import TenantRuns
@@ -90,37 +90,55 @@ _VERSIONS = """SELECT v.*, f.state AS family_state FROM memory_families f
 
 
 class LivedProfiles:
-    """Each cause's class profile (`symptoms.SymptomClassifier.profile`) over the first n lived versions, the way a
-    briefing then would have computed it (each version's stored vector under its cause)."""
+    """Each cause's class profile (`symptoms.SymptomClassifier.profile`) before the n-th lived version, the way a
+    briefing then would have computed it: each version's stored vector under its cause, over the newest
+    `history.MEMBERS_CAP` versions before it (a briefing reads that many records). Only the versions some question
+    needs are read (`since` on), so a large tenant's run holds at most its asked window and that cap of vectors."""
 
-    def __init__(self, lived: Lived, probabilities: dict[int, NDArray[np.float64]]) -> None:
+    def __init__(self, lived: Lived, since: int, causes: list[str], cause_of_row: NDArray[np.int64],
+                 probabilities: NDArray[np.float64]) -> None:
         self.lived = lived
-        self.probabilities = probabilities  # lived row -> its class probabilities (rows without a vector: none)
+        self.since = since
+        self.causes = causes  # the causes of the rows read, indexed by `cause_of_row`
+        self.cause_of_row = cause_of_row  # per row from `since`: its cause's index, -1 without a vector
+        self.probabilities = probabilities  # per row from `since`: its class probabilities (zeros without a vector)
 
     @classmethod
-    def read(cls, tenant: str, svc: BriefingService, lived: Lived, classifier: SymptomClassifier) -> LivedProfiles:
+    def read(cls, tenant: str, svc: BriefingService, lived: Lived, classifier: SymptomClassifier,
+             first: int) -> LivedProfiles:
+        """`first`: the earliest position a question is asked at (its history is the rows before it)."""
         assert svc.semantic is not None
-        keys = [(str(r["family_id"]), int(r["version"])) for r in lived.rows]
+        since = max(0, first - MEMBERS_CAP)
+        rows = lived.rows[since:]
+        keys = [(str(r["family_id"]), int(r["version"])) for r in rows]
         with svc.db.tenant_transaction(tenant) as cur:
-            cur.execute("""SELECT family_id::text AS family_id, version, array_send(vector) AS vector
-                           FROM version_vectors WHERE model = %s""", (svc.semantic.model,))
+            cur.execute("""SELECT w.family_id::text AS family_id, w.version, array_send(w.vector) AS vector
+                           FROM version_vectors w JOIN unnest(%s::uuid[], %s::int[]) k(family_id, version)
+                             ON w.family_id = k.family_id AND w.version = k.version
+                           WHERE w.model = %s""",
+                        ([uuid.UUID(k[0]) for k in keys], [k[1] for k in keys], svc.semantic.model))
             vectors = {(r["family_id"], int(r["version"])): array_vector(r["vector"]) for r in cur.fetchall()}
-        rows = [i for i, k in enumerate(keys) if k in vectors and vectors[k].shape == (classifier.coef.shape[1],)]
-        if not rows:
-            return cls(lived, {})
-        p = classifier.probabilities(np.stack([vectors[keys[i]] for i in rows]))
-        return cls(lived, {i: p[j] for j, i in enumerate(rows)})
+        dims = classifier.coef.shape[1]
+        causes = sorted(set(lived.causes[since:]))
+        index = {c: i for i, c in enumerate(causes)}
+        held = [i for i, k in enumerate(keys) if k in vectors and vectors[k].shape == (dims,)]
+        cause_of_row = np.full(len(keys), -1, dtype=np.int64)
+        probabilities = np.zeros((len(keys), len(classifier.classes)))
+        if held:
+            probabilities[held] = classifier.probabilities(np.stack([vectors[keys[i]] for i in held]))
+            cause_of_row[held] = [index[lived.causes[since + i]] for i in held]
+        return cls(lived, since, causes, cause_of_row, probabilities)
 
     def at(self, n: int) -> dict[str, NDArray[np.float64]]:
-        sums: dict[str, NDArray[np.float64]] = {}
-        counts: dict[str, int] = {}
-        for i in range(min(n, len(self.lived.rows))):
-            if (p := self.probabilities.get(i)) is None:
-                continue
-            cause = self.lived.causes[i]
-            sums[cause] = sums[cause] + p if cause in sums else p.copy()
-            counts[cause] = counts.get(cause, 0) + 1
-        return {c: v / counts[c] for c, v in sums.items()}
+        lo, hi = max(self.since, n - MEMBERS_CAP) - self.since, max(0, min(n, len(self.lived.rows)) - self.since)
+        which = self.cause_of_row[lo:hi]
+        kept = which >= 0
+        if not kept.any():
+            return {}
+        sums = np.zeros((len(self.causes), self.probabilities.shape[1]))
+        np.add.at(sums, which[kept], self.probabilities[lo:hi][kept])
+        counts = np.bincount(which[kept], minlength=len(self.causes))
+        return {self.causes[c]: sums[c] / counts[c] for c in np.flatnonzero(counts)}
 
 
 @dataclass(frozen=True)
@@ -316,7 +334,8 @@ class CausesCalibrator:
         out: list[Question | None] = [None] * len(asked)
         walk = LivedWalk(lived)
         classifier = shipped_classifier(svc.semantic.model if svc.semantic is not None else None)
-        profiles = LivedProfiles.read(tenant, svc, lived, classifier) if classifier is not None else None
+        first = min((a[1] for a in asked), default=len(lived.rows))
+        profiles = LivedProfiles.read(tenant, svc, lived, classifier, first) if classifier is not None else None
         # the ranker a briefing would use now, also when nothing is asked (under MIN_HISTORY records): the model is
         # stored under this name and a briefing reads it under its own (a young tenant's floor stored as "lexical"
         # while its briefings ranked with the embedding was never applied)

