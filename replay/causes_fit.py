@@ -127,8 +127,9 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, ou
             fitted = causes.fit(questions, CausesModel(), precision=precisions(), source="shipped")
             models[key] = fitted.to_json()
             if index is not None:  # a young tenant's: the same fit with the concept held at 0
-                held = [HELD if f == "concept" else p for f, p in zip(causes.FEATURES, precisions(), strict=False)]
-                plain = causes.fit(questions, CausesModel(), precision=[*held, PRECISION, PRECISION], source="shipped")
+                held = precisions()
+                held[causes.FEATURES.index("concept")] = HELD
+                plain = causes.fit(questions, CausesModel(), precision=held, source="shipped")
                 models[key + causes.WITHOUT_CONCEPT] = plain.to_json()
             report[key] = {"lived": evaluate(lived, {"base_rates": CausesModel.base_rates(), "fitted": fitted}),
                            "tuning": evaluate(tuning, {"base_rates": CausesModel.base_rates(), "fitted": fitted})}

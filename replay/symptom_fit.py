@@ -3,10 +3,10 @@
 What it is: P(root-cause class | what on-call saw) over the real-incident corpus's classes, a multinomial logistic
 regression on multilingual-e5-small vectors, shipped as data (`services/briefing/symptoms.py` reads it). It is the
 cross-tenant knowledge no single tenant's history holds: on the spent cross-organisation sets, such a classifier
-trained without the set asked ranked the true class first for 29% of the questions and among five for 61%, where
-the nearest of the tenant's own 86 history records did 14% and 41% (leave one set out, both languages); trained on
-the corpus's sets alone and asked inside six organisations it never saw, 0.69 against their own base rates' 0.60
-among five (docs/evaluation.md).
+trained without the set asked ranked the true class first for about 30% of the questions and among five for about
+62%, where the nearest of the tenant's own 86 history records did 14% (en) / 9% (zh) and 41% / 35% (leave one set out);
+trained on the corpus's sets alone and asked inside the seventeen organisations' histories it never saw, 0.69 against
+their own base rates' 0.60 among five (docs/evaluation.md).
 
 1. The incidents: every incident of the cross-organisation sets frozen before this classifier (`ROLES`: dev, test,
    the first six fresh sets and their novel parts), never the history (the replay's tenant learns it: its lived
@@ -18,9 +18,9 @@ among five (docs/evaluation.md).
    records: `symptoms.SymptomClassifier.profile`).
 3. scikit-learn's LogisticRegression (lbfgs, multinomial), L2 with C = `C`: chosen on the spent sets (leave one set
    out; C 3, 10, 30 gave 0.58, 0.63, 0.60 among five in English), then fitted once on all of them.
-The class shares of the training rows are shipped beside the weights: `likelihood_ratios` divides them out, so the
-classifier says how much more a class explains the symptoms than it does on average, and the tenant's own base rates
-stay the prior (`causes`).
+The class shares of the training rows are shipped beside the weights: `SymptomClassifier.ratios` divides them out,
+so the classifier says how much more a class explains the symptoms than it does on average, and the tenant's own base
+rates stay the prior (`causes`).
 """
 
 from __future__ import annotations

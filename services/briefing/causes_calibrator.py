@@ -68,16 +68,20 @@ _FEEDBACK = """SELECT e.payload->>'family_id' AS family_id, e.payload->>'verdict
   ORDER BY e.occurred_at DESC, e.event_id LIMIT %s"""
 
 
-def _cosines(cur: Cursor, model: str, keys: list[tuple[uuid.UUID, int]], question: Any) -> dict[tuple[str, int], float]:
-    """The cosine of the question and each of these stored versions' vectors (unit vectors: their dot product)."""
+def _vectors(cur: Cursor, model: str, keys: list[tuple[uuid.UUID, int]]) -> dict[tuple[str, int], NDArray[np.float32]]:
+    """These stored versions' `model` vectors, by (family id as text, version); a version without one is absent."""
     if not keys:
         return {}
-    cur.execute("""SELECT w.family_id::text AS family_id, w.version, w.vector FROM version_vectors w
-                   JOIN unnest(%s::uuid[], %s::int[]) k(family_id, version)
+    cur.execute("""SELECT w.family_id::text AS family_id, w.version, array_send(w.vector) AS vector
+                   FROM version_vectors w JOIN unnest(%s::uuid[], %s::int[]) k(family_id, version)
                      ON w.family_id = k.family_id AND w.version = k.version
                    WHERE w.model = %s""", ([k[0] for k in keys], [k[1] for k in keys], model))
-    return {(r["family_id"], int(r["version"])): float(np.dot(np.asarray(r["vector"], dtype=np.float32), question))
-            for r in cur.fetchall()}
+    return {(r["family_id"], int(r["version"])): array_vector(r["vector"]) for r in cur.fetchall()}
+
+
+def _cosines(cur: Cursor, model: str, keys: list[tuple[uuid.UUID, int]], question: Any) -> dict[tuple[str, int], float]:
+    """The cosine of the question and each of these stored versions' vectors (unit vectors: their dot product)."""
+    return {key: float(np.dot(vector, question)) for key, vector in _vectors(cur, model, keys).items()}
 
 
 def _at(row: Row) -> datetime:
@@ -112,12 +116,7 @@ class LivedProfiles:
         rows = lived.rows[since:]
         keys = [(str(r["family_id"]), int(r["version"])) for r in rows]
         with svc.db.tenant_transaction(tenant) as cur:
-            cur.execute("""SELECT w.family_id::text AS family_id, w.version, array_send(w.vector) AS vector
-                           FROM version_vectors w JOIN unnest(%s::uuid[], %s::int[]) k(family_id, version)
-                             ON w.family_id = k.family_id AND w.version = k.version
-                           WHERE w.model = %s""",
-                        ([uuid.UUID(k[0]) for k in keys], [k[1] for k in keys], svc.semantic.model))
-            vectors = {(r["family_id"], int(r["version"])): array_vector(r["vector"]) for r in cur.fetchall()}
+            vectors = _vectors(cur, svc.semantic.model, [(uuid.UUID(f), v) for f, v in keys])
         dims = classifier.coef.shape[1]
         causes = sorted(set(lived.causes[since:]))
         index = {c: i for i, c in enumerate(causes)}

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +31,8 @@ from services.briefing.vectors import array_vector
 from services.common.db import Cursor
 from services.lexicon.analyzer import analyze
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 UNCATEGORISED_SIMILARITY = 0.8  # root causes whose word sets overlap this much are one cause (governance's rule)
 UNCATEGORISED_CAP = 5000
 _ACTIVE = """FROM memory_families f
@@ -94,24 +97,35 @@ def read(cur: Cursor, project: str | None) -> CauseHistory:
     return CauseHistory(TenantHistory(counts=counts), grouped)
 
 
-class CauseHistories:
-    """`read`, remembered per (tenant, project) while the tenant's index size is unchanged, `ttl` seconds at most."""
+class SizeKeyed(Generic[K, V]):
+    """A value per key, remembered while the tenant's index size is unchanged (a new approval moves it), `ttl`
+    seconds at most."""
 
     def __init__(self, ttl: float = 60.0) -> None:
         self.ttl = ttl
-        self._known: dict[tuple[str, str | None], tuple[float, int, CauseHistory]] = {}
+        self._known: dict[K, tuple[float, int, V]] = {}
         self._lock = threading.Lock()
 
-    def get(self, cur: Cursor, tenant: str, project: str | None, size: int) -> CauseHistory:
+    def get(self, key: K, size: int, load: Callable[[], V]) -> V:
         now = time.monotonic()
         with self._lock:
-            hit = self._known.get((tenant, project))
+            hit = self._known.get(key)
         if hit is not None and hit[0] > now and hit[1] == size:
             return hit[2]
-        value = read(cur, project)
+        value = load()
         with self._lock:
-            self._known[(tenant, project)] = (now + self.ttl, size, value)
+            self._known[key] = (now + self.ttl, size, value)
         return value
+
+
+class CauseHistories:
+    """`read`, remembered per (tenant, project) while the tenant's index size is unchanged (`SizeKeyed`)."""
+
+    def __init__(self, ttl: float = 60.0) -> None:
+        self._known: SizeKeyed[tuple[str, str | None], CauseHistory] = SizeKeyed(ttl)
+
+    def get(self, cur: Cursor, tenant: str, project: str | None, size: int) -> CauseHistory:
+        return self._known.get((tenant, project), size, lambda: read(cur, project))
 
 
 SHARING_CAP = 5000  # incidents read per question for the service priors (the most recently valid first)
@@ -177,23 +191,13 @@ def read_profiles(cur: Cursor, model: str, project: str | None, history: CauseHi
 
 
 class CauseProfileCache:
-    """`read_profiles`, remembered per (tenant, project, model) while the tenant's index size is unchanged, `ttl`
-    seconds at most (as `CauseHistories`)."""
+    """`read_profiles`, remembered per (tenant, project, model) while the tenant's index size is unchanged
+    (`SizeKeyed`, as `CauseHistories`)."""
 
     def __init__(self, ttl: float = 60.0) -> None:
-        self.ttl = ttl
-        self._known: dict[tuple[str, str | None, str], tuple[float, int, CauseProfiles]] = {}
-        self._lock = threading.Lock()
+        self._known: SizeKeyed[tuple[str, str | None, str], CauseProfiles] = SizeKeyed(ttl)
 
     def get(self, cur: Cursor, tenant: str, project: str | None, size: int, model: str, history: CauseHistory,
             classifier: SymptomClassifier) -> CauseProfiles:
-        now = time.monotonic()
-        key = (tenant, project, model)
-        with self._lock:
-            hit = self._known.get(key)
-        if hit is not None and hit[0] > now and hit[1] == size:
-            return hit[2]
-        value = read_profiles(cur, model, project, history, classifier)
-        with self._lock:
-            self._known[key] = (now + self.ttl, size, value)
-        return value
+        return self._known.get((tenant, project, model), size,
+                               lambda: read_profiles(cur, model, project, history, classifier))
