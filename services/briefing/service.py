@@ -383,8 +383,11 @@ class BriefingService:
                 "weights": dict(zip(cause_model.FEATURES, m.weights, strict=True)),
                 "novel_bias": m.novel_bias, "novel_relevance": m.novel_relevance,
                 "history_records": history.history.records, "novelty_prior": answer.novelty_prior,
-                "basis_rule": "evidence: the causes whose checking first lowers the expected checks of the planner "
-                              "(evidence causes, then the rest by base rate) under these probabilities"}
+                "worse_cost": m.worse_cost, "probabilities": dict(answer.posterior),
+                "supported": list(answer.supported),
+                "basis_rule": "evidence: the causes whose checking first lowers the planner's expected checks "
+                              "(evidence causes, then the rest by base rate) plus worse_cost times the chance "
+                              "that checking them first makes the investigation longer, under these probabilities"}
 
     def told(self, principal: Principal, family_id: uuid.UUID, version: int, now: datetime | None = None,
              last: int = 10) -> dict[str, Any]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,6 +130,89 @@ def test_the_base_rates_first_cause_is_not_marked_for_modest_evidence() -> None:
     p = {"pool": 0.55, "dns": 0.25}
     assert choose_evidence(p, priors, 0.2, ["pool", "dns"]) == []  # it is checked first anyway
     assert choose_evidence({"pool": 0.2, "dns": 0.6}, priors, 0.2, ["pool", "dns"]) == ["dns"]
+
+
+def test_the_chance_of_a_longer_investigation_counts_every_cause_the_marks_push_back() -> None:
+    by_prior = ["db", "net", "disk"]
+    p = {"db": 0.5, "net": 0.2, "disk": 0.2}
+    assert causes.worse_probability([], p, by_prior, 0.1) == 0.0
+    # marking disk: a novel cause (0.1), db (checked second, not first) and net (third, not second) come later
+    assert causes.worse_probability(["disk"], p, by_prior, 0.1) == pytest.approx(0.1 + 0.5 + 0.2)
+    # marking db, which the base rates check first anyway, only costs the novel cause its check
+    assert causes.worse_probability(["db"], p, by_prior, 0.1) == pytest.approx(0.1)
+    assert causes.expected_checks(["disk"], p, by_prior, 0.1) == pytest.approx(0.1 + 0.2 + 0.5 * 2 + 0.2 * 3)
+
+
+def test_a_price_on_longer_investigations_leaves_a_lead_that_pays_only_on_average_unmarked() -> None:
+    """Six categories at even base rates: a cause the evidence raised to 0.35 saves checks in expectation (it is
+    checked first instead of fifth) but makes the question longer whenever the cause is another: worth marking
+    for the expected-checks rule, not when a longer investigation costs three checks more."""
+    priors = {c: 0.15 for c in "abcdef"}
+    p = {**{c: 0.1 for c in "abcd"}, "e": 0.35, "f": 0.1}
+    p_new = 0.05
+    assert choose_evidence(p, priors, p_new, ["e"]) == ["e"]
+    assert choose_evidence(p, priors, p_new, ["e"], worse_cost=3.0) == []
+    likelier = {**{c: 0.08 for c in "abcd"}, "e": 0.55, "f": 0.08}  # a lead right more often than not stays
+    assert choose_evidence(likelier, priors, p_new, ["e"], worse_cost=3.0) == ["e"]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_priced_evidence_set_saves_at_least_its_price_in_expected_checks(seed: int) -> None:
+    """Without a near-certain seed, the marks chosen at a price lower the expected checks by at least that price
+    times their chance of lengthening the question, and never raise that chance above the expected-checks rule's
+    by more than the checks they save."""
+    rng = random.Random(100 + seed)
+    cats = [f"c{i}" for i in range(rng.randint(2, 12))]
+    raw = {c: rng.random() ** 3 for c in cats}
+    p_new = rng.random() * 0.6
+    p = {c: v * (1 - p_new) / sum(raw.values()) for c, v in raw.items()}
+    priors_raw = {c: rng.random() for c in cats}
+    priors = {c: v / sum(priors_raw.values()) * (1 - p_new) for c, v in priors_raw.items()}
+    by_prior = sorted(priors, key=lambda c: (-priors[c], c))
+    if any(p[c] >= max(causes.MIN_SURE, (1 + priors[c]) / 2) for c in cats):
+        return
+    price = 3.0
+    chosen = choose_evidence(p, priors, p_new, cats, worse_cost=price)
+    saved = causes.expected_checks([], p, by_prior, p_new) - causes.expected_checks(chosen, p, by_prior, p_new)
+    assert saved >= price * causes.worse_probability(chosen, p, by_prior, p_new) - 1e-9
+
+
+def test_a_stored_model_without_a_price_takes_the_shipped_one() -> None:
+    doc = {k: v for k, v in CausesModel().to_json().items() if k != "worse_cost"}
+    assert CausesModel.from_json(doc).worse_cost == causes.shipped_worse_cost()
+    assert CausesModel.from_json({**doc, "worse_cost": 1.5}).worse_cost == 1.5
+    assert causes.shipped_causes_model("lexical").worse_cost == causes.shipped_worse_cost()
+
+
+def test_the_shipped_price_is_the_one_its_documented_procedure_picks_from_its_grid() -> None:
+    from replay import worse_cost_fit
+
+    doc = json.loads((Path(causes.__file__).parent / "data" / "worse_cost.json").read_text(encoding="utf-8"))
+    points = [worse_cost_fit.PricePoint(g["worse_cost"], g["checks_on"], g["checks_off"], g["worse_share"],
+                                        g["worse_upper90"], g["evidence_per_novel"], g["recall"]) for g in doc["grid"]]
+    assert [g.worse_cost for g in points] == list(worse_cost_fit.GRID)
+    assert worse_cost_fit.choose(points, doc["target_worse"]).worse_cost == doc["worse_cost"] > 0
+    assert doc["splits"] == list(worse_cost_fit.SPLITS)
+
+
+def test_the_guard_asks_for_information_and_judges_the_length_of_what_is_served() -> None:
+    """Evidence that backs the true cause of a question whose cause the base rates check late: the expected-checks
+    rule shows it saves checks; with a price so high nothing is marked the answer served is the base rates' own
+    order, no longer than it, and the guard says the evidence pays; the report gives both rules' checks."""
+    rng = random.Random(5)
+    seen = ["db", "db", "net", "disk"]
+    lived = []
+    for _ in range(60):
+        truth = rng.choices(["db", "net", "disk"], weights=[5, 3, 2])[0]
+        lived.append(Question(TenantHistory.of_sequence(seen), {truth: ev(0.9, 1.0)} if truth != "db" else {},
+                              cause=truth))
+        seen.append(truth)
+    model = CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT, 0.0))
+    pays, report = causes.evidence_pays(lived, model)
+    assert pays and report["guard_checks_causes"] < report["guard_checks_base_rates"]
+    pays, priced = causes.evidence_pays(lived, replace(model, worse_cost=1e6))
+    assert priced["guard_checks_expected_rule"] == report["guard_checks_causes"]
+    assert priced["guard_checks_causes"] <= priced["guard_checks_base_rates"] and pays
 
 
 @dataclass
