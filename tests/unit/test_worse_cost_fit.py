@@ -1,0 +1,43 @@
+"""The procedure behind the shipped price of a longer investigation (`replay/worse_cost_fit.py`), on answers made
+up here: the planner's checks, the share of each question's conditions made worse, and the pick from the grid."""
+
+from __future__ import annotations
+
+import pytest
+
+from replay.worse_cost_fit import Answered, PricePoint, choose, price_point
+from services.briefing.causes import NEW
+
+PRIORS = {c: 0.15 for c in "abcdef"}  # even base rates: the base-rate order is a, b, c, d, e, f
+
+
+def answered(question: str, condition: str, truth: str, e: float) -> Answered:
+    """A question whose evidence raised `e` to probability `e` (the rest shared evenly, novelty 0.05)."""
+    rest = (0.95 - e) / 5
+    return Answered(question, condition, truth, {**{c: rest for c in "abcdf"}, "e": e}, 0.05, ("e",))
+
+
+def test_a_lead_that_pays_only_on_average_is_priced_out_and_a_likely_one_kept() -> None:
+    # q1: e raised to 0.35 but the cause was a (checked first by the base rates): marking e makes it longer
+    # q2: e raised to 0.55 and it was e: marking e saves four checks
+    asked = [answered("q1", c, "a", 0.35) for c in ("en", "zh")] + [answered("q2", c, "e", 0.55) for c in ("en", "zh")]
+    free = price_point(asked, PRIORS, 0.0)
+    assert (free.checks_on, free.checks_off) == (2 * 2 + 2 * 1, 2 * 1 + 2 * 5)
+    assert free.worse_share == pytest.approx(0.5) and free.recall == pytest.approx(0.5)
+    priced = price_point(asked, PRIORS, 3.0)
+    assert (priced.checks_on, priced.checks_off) == (2 * 1 + 2 * 1, 2 * 1 + 2 * 5)
+    assert priced.worse_share == 0.0 and priced.worse_upper90 == 0.0
+
+
+def test_a_novel_question_counts_each_mark_as_a_wasted_check() -> None:
+    point = price_point([answered("q", "en", NEW, 0.55)], PRIORS, 0.0)
+    assert (point.checks_on, point.checks_off, point.evidence_per_novel) == (1, 0, 1.0)
+
+
+def test_the_pick_is_the_smallest_price_whose_upper_bound_clears_the_target() -> None:
+    def point(cost: float, upper: float) -> PricePoint:
+        return PricePoint(cost, 0, 1, upper / 2, upper, 0.0, 0.0)
+
+    grid = [point(0.0, 0.4), point(1.0, 0.12), point(2.0, 0.09), point(3.0, 0.05)]
+    assert choose(grid, 0.10).worse_cost == 2.0
+    assert choose(grid, 0.01).worse_cost == 3.0  # none clears it: the most careful of the grid
