@@ -286,7 +286,19 @@ class CausesCalibrator:
             with self._lock:
                 self._read[(tenant, ranker_model)] = hit
         # before the tenant's first run its guard has not judged anything: the shipped model without the concept
-        return hit[1] if hit[1] is not None else causes.shipped_causes_model(ranker_model, concept=False)
+        # a stored model keeps the price its guard judged it at (a run applies the deployment's)
+        if hit[1] is not None:
+            return hit[1]
+        return self.priced(causes.shipped_causes_model(ranker_model, concept=False), judged=False)
+
+    def priced(self, model: CausesModel, judged: bool) -> CausesModel:
+        """`model` at the price on a longer investigation its tenant answers at. A tenant its guard judges: the
+        deployment's (`causes_worse_cost`), else the shipped one. A tenant too young to judge: 0, the
+        expected-checks rule; its evidence stands behind its floor instead (`causes.stands_out`, whose margin was
+        chosen at 0 on seven young histories), and a price chosen on a judged tenant's flat base rates would, on a
+        five-record tenant with a novelty near one half, keep even an exact recurrence from its hint."""
+        price = (self.briefing.settings.causes_worse_cost if judged else 0.0)
+        return model if price is None or model.worse_cost == price else replace(model, worse_cost=price)
 
     def refresh_if_stale(self, tenant: str, ranker_model: str, records: int) -> None:
         """Start a run in the background when the tenant's calibration is missing or its size moved: under YOUNG
@@ -411,7 +423,7 @@ class CausesCalibrator:
         samples = [] if judged else self.unrelated(tenant, now)[1]
         floor = causes.unrelated_floor(samples)  # every model below carries it: fit, guard and answers apply it
         beta = causes.fit_service_beta(questions)
-        shipped = replace(causes.shipped_causes_model(name, concept=judged), evidence_floor=floor)
+        shipped = replace(self.priced(causes.shipped_causes_model(name, concept=judged), judged), evidence_floor=floor)
         services_guard: dict[str, int] = {}
         if beta is not None:
             services_ok, services_guard = causes.services_pay(questions, shipped, beta)

@@ -123,6 +123,13 @@ class Settings(BaseSettings):
                                                   "proposes re-verification")
     episodic_half_life_days: float = Field(30.0, description="decay of episodic memories in ranking")
     low_confidence_below: float = Field(0.5, description="hints below this confidence warn `low_confidence`")
+    causes_worse_cost: float | None = Field(None, ge=0, description="the price, in checks, the causes put on a "
+                                            "question their evidence marks make longer (`causes.choose_evidence`); "
+                                            "unset: the shipped value (data/worse_cost.json, 2.5). Lower: more "
+                                            "evidence causes and hints, more investigations made longer; 0: the "
+                                            "expected-checks rule. A tenant's stored model keeps the price its guard "
+                                            "judged it at until its next calibration (`POST /v1/causes/calibration` "
+                                            "runs one now)")
     alias_file: str | None = Field(None, description="extra alias dictionary (YAML); then run "
                                                      "`opslore index reindex-lexical`")
     embedding: Literal["off", "e5-small", "hash-ngram"] = Field(
