@@ -265,11 +265,11 @@ def worse_cost(api_url: Annotated[str | None, typer.Option(help="default OPSLORE
     """Choose the price of a longer investigation the causes' evidence choice uses, on the spent cross-org sets the
     symptom classifier never saw, against the live stack; writes services/briefing/data/worse_cost.json (see
     replay/worse_cost_fit.py). Run it after `causes-fit`."""
+    import json
+
     from replay import worse_cost_fit as fit
 
     s = get_settings()
-    import json
-
     doc = fit.main(api_url or s.api_url, s.admin_token)
     for point in doc["grid"]:
         typer.echo(json.dumps(point))

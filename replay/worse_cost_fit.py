@@ -18,8 +18,10 @@ live stack once and replays the decision rule over the answers for every price o
    four conditions made longer, and the one-sided 90% upper bound of the mean of that share over the questions (a
    question's four conditions are one cluster: they are not four independent draws).
 4. The price shipped is the smallest of the grid whose upper bound is at most `TARGET_WORSE`.
-The tenant's guard (`causes.evidence_pays`) still judges the evidence with the price in force: a tenant whose
-evidence cannot be shown to shorten its investigations answers with its base rates whatever the price.
+The tenant's guard (`causes.evidence_pays`) still judges its evidence: the expected-checks rule must show it carries
+information, and the answer at the price in force must not lengthen the tenant's newest lived questions; a tenant
+that fails either answers with its base rates whatever the price. A tenant too young to judge answers at price 0
+(`CausesCalibrator.priced`).
 """
 
 from __future__ import annotations

@@ -511,7 +511,8 @@ def answer(history: TenantHistory, evidence: Mapping[str, CauseEvidence], model:
     near = near or {}
     evidence = distinct(evidence, model.evidence_floor)
     probabilities, novelty = posterior(history, evidence, model, near)
-    chosen = choose_evidence(probabilities, priors, novelty, supported(evidence, near, model), model.worse_cost)
+    markable = tuple(supported(evidence, near, model))
+    chosen = choose_evidence(probabilities, priors, novelty, markable, model.worse_cost)
     sharing = sharing or {}
 
     def families(c: str) -> tuple[str, ...]:
@@ -528,7 +529,7 @@ def answer(history: TenantHistory, evidence: Mapping[str, CauseEvidence], model:
     rest = max(0.0, 1.0 - novelty - sum(probabilities[c] for c in listed))
     posterior_all = tuple((c, round(probabilities[c], 6)) for c in sorted(probabilities))
     return CausesAnswer(tuple(causes), round(novelty, 4), round(rest, 4), round(p_new, 4), model, posterior_all,
-                        tuple(supported(evidence, near, model)))
+                        markable)
 
 
 def _gradient(theta: np.ndarray, questions: Sequence[Question], centre: np.ndarray, precision: np.ndarray,

@@ -297,7 +297,7 @@ class CausesCalibrator:
         expected-checks rule; its evidence stands behind its floor instead (`causes.stands_out`, whose margin was
         chosen at 0 on seven young histories), and a price chosen on a judged tenant's flat base rates would, on a
         five-record tenant with a novelty near one half, keep even an exact recurrence from its hint."""
-        price = (self.briefing.settings.causes_worse_cost if judged else 0.0)
+        price = self.briefing.settings.causes_worse_cost if judged else 0.0
         return model if price is None or model.worse_cost == price else replace(model, worse_cost=price)
 
     def refresh_if_stale(self, tenant: str, ranker_model: str, records: int) -> None:
