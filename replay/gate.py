@@ -147,7 +147,8 @@ def build_memory(admin: OpsloreClient, api_url: str) -> tuple[OpsloreClient, lis
     for arch_id in RETRACTED:
         for rec in client.records(incident_id=f"PAST-{arch_id}"):
             client.record_op(str(rec["family_id"]), "retract", {"reason": "gate: known-wrong lesson"})
-    client.calibrate()
+    client.calibrate()  # the tenant's abstention point from the memory just learned
+    client.calibrate_causes()  # and its causes model now, not whenever the background run reaches it
     return client, archetypes
 
 

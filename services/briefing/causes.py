@@ -434,6 +434,7 @@ class CausesAnswer:
     model: CausesModel = field(default_factory=CausesModel)
     posterior: tuple[tuple[str, float], ...] = ()  # every category's probability, listed or not (for `explain`)
     supported: tuple[str, ...] = ()  # the categories with records behind them that could be marked
+    features: tuple[tuple[str, tuple[float, ...]], ...] = ()  # each evidence cause's FEATURES (for `explain`)
 
     @property
     def evidence(self) -> list[Cause]:
@@ -528,8 +529,9 @@ def answer(history: TenantHistory, evidence: Mapping[str, CauseEvidence], model:
     causes.sort(key=lambda c: (-c.probability, c.basis != "evidence", c.category))
     rest = max(0.0, 1.0 - novelty - sum(probabilities[c] for c in listed))
     posterior_all = tuple((c, round(probabilities[c], 6)) for c in sorted(probabilities))
+    features = tuple((c, tuple(round(float(v), 4) for v in evidence[c].vector())) for c in sorted(evidence))
     return CausesAnswer(tuple(causes), round(novelty, 4), round(rest, 4), round(p_new, 4), model, posterior_all,
-                        markable)
+                        markable, features)
 
 
 def _gradient(theta: np.ndarray, questions: Sequence[Question], centre: np.ndarray, precision: np.ndarray,

@@ -385,6 +385,7 @@ class BriefingService:
                 "history_records": history.history.records, "novelty_prior": answer.novelty_prior,
                 "worse_cost": m.worse_cost, "probabilities": dict(answer.posterior),
                 "supported": list(answer.supported),
+                "features": {c: dict(zip(cause_model.FEATURES, v, strict=True)) for c, v in answer.features},
                 "basis_rule": "evidence: the causes whose checking first lowers the planner's expected checks "
                               "(evidence causes, then the rest by base rate) plus worse_cost times the chance "
                               "that checking them first makes the investigation longer, under these probabilities"}

@@ -83,6 +83,7 @@ def test_causes_carry_the_base_rates_and_the_evidence_behind_them(tenant_client:
     assert asked["hints"] and asked["hints"][0]["root_cause_category"] == "certificate_expiry"
     assert "certificate_expiry: " in asked["rendered"] and "base rate" in asked["rendered"]
     assert asked["causes_explain"]["model"] in ("shipped", "tenant-calibrated")
+    assert asked["causes_explain"]["features"]["certificate_expiry"]["identity"] > 0  # the alert matched
     unrelated = client.briefing({"text": "the marketing banner shows last year's colours",
                                  "services": ["brand-site"]})
     check_shape(unrelated)

@@ -27,7 +27,13 @@ def test_real_ranking_passes_the_gate(memory: tuple[OpsloreClient, list[dict[str
     retracted = [t for t in result.trials if t.name in ("cache-stampede", "zh-dns")]
     assert len(retracted) == 2 and not any(t.harmful for t in retracted)  # never cites the retracted lesson
     novel = [t for t in result.trials if t.name.startswith("novel-")]
-    assert novel and all(t.hints == 0 for t in novel)  # nothing relevant known: abstain
+    # A cause memory has never seen: at most one lead per novel question on average (#38's bound), and those leads
+    # never outweigh what the base rates would have cost. Not "no hint ever": once the tenant is judged, the shipped
+    # symptom classifier may name the nearest known cause (an image pull failure and a node gone NotReady are both
+    # "Kubernetes platform" across organisations), and the gate then measures that lead as a wasted check.
+    assert novel and sum(t.hints for t in novel) <= len(novel)
+    assert sum(t.checks_on for t in novel) <= sum(t.checks_off for t in novel) + len(novel)
+    assert any(t.hints == 0 for t in novel)  # a question unlike every known cause gets no lead at all
     assert "Release gate: PASSED" in gate_report(result.to_json(), None)
 
 

@@ -618,3 +618,5 @@ def test_a_concept_alone_backs_a_cause_no_ranked_record_backs() -> None:
     assert p0["c"] == pytest.approx(p0["b"])
     # a cause the symptoms point away from is not supported by its concept
     assert "b" not in causes.supported(evidence, {}, model)
+    # `explain` shows what each cause's evidence was: the features its probability came from
+    assert dict(ans.features)["c"] == (0.0, 0.0, 0.0, 2.5) and dict(ans.features)["a"][3] == -1.0
