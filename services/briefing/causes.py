@@ -434,7 +434,7 @@ class CausesAnswer:
     model: CausesModel = field(default_factory=CausesModel)
     posterior: tuple[tuple[str, float], ...] = ()  # every category's probability, listed or not (for `explain`)
     supported: tuple[str, ...] = ()  # the categories with records behind them that could be marked
-    features: tuple[tuple[str, tuple[float, ...]], ...] = ()  # each evidence cause's FEATURES (for `explain`)
+    features: tuple[tuple[str, tuple[float, ...]], ...] = ()  # FEATURES per cause the evidence speaks for
 
     @property
     def evidence(self) -> list[Cause]:
