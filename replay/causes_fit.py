@@ -98,6 +98,14 @@ def fold_classifiers(pms: list[rw.Postmortem], embedder: MultilingualE5Embedder)
             for split in TUNING}
 
 
+def shipped(model: CausesModel) -> dict[str, Any]:
+    """A fitted model as `data/causes.json` holds it: without `worse_cost`, which `replay worse-cost` chooses apart
+    (`data/worse_cost.json`; `CausesModel.from_json` reads a model without it at that price)."""
+    doc = model.to_json()
+    doc.pop("worse_cost", None)
+    return doc
+
+
 def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, out: Path = OUT,
         tenant: str | None = None) -> dict[str, Any]:
     pms = rw.load()
@@ -125,12 +133,12 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, ou
                 service.close()
             questions = [*lived, *tuning]
             fitted = causes.fit(questions, CausesModel(), precision=precisions(), source="shipped")
-            models[key] = fitted.to_json()
+            models[key] = shipped(fitted)
             if index is not None:  # a young tenant's: the same fit with the concept held at 0
                 held = precisions()
                 held[causes.FEATURES.index("concept")] = HELD
                 plain = causes.fit(questions, CausesModel(), precision=held, source="shipped")
-                models[key + causes.WITHOUT_CONCEPT] = plain.to_json()
+                models[key + causes.WITHOUT_CONCEPT] = shipped(plain)
             report[key] = {"lived": evaluate(lived, {"base_rates": CausesModel.base_rates(), "fitted": fitted}),
                            "tuning": evaluate(tuning, {"base_rates": CausesModel.base_rates(), "fitted": fitted})}
             progress(key)
