@@ -13,7 +13,7 @@ their own base rates' 0.60 among five (docs/evaluation.md).
    questions stay out of sample, as a real tenant's are), never the within-organisation sets (their replays stay
    out of sample), never GitHub's or Cloudflare's (`realworld.EXCLUDED_ORGS`), never a set not yet asked. Never
    fresh7-9 either: `replay worse-cost` chooses its price on them, and needs concepts out of sample there.
-   (Fresh10 and fresh11 joined in the twelfth session, after their first runs: trained on the first eight sets
+   (Fresh10 and fresh11 joined in the eleventh session, after their first runs: trained on the first eight sets
    and asked on fresh10-11, the classifier ranked the true class first for 0.28 (en) / 0.28 (zh) of the questions;
    with fresh7-9 added, 0.32 / 0.34, log loss 2.69 -> 2.61 and 2.77 -> 2.67: more incidents still sharpen it.
    Fresh12 and fresh13 joined after theirs: their symptoms say less, the classifier trained without them ranked the
