@@ -9,7 +9,13 @@ with no threshold), in the tenant's time order:
 - every `adopted` or `refuted` feedback on a briefing, the briefing's request asked again against the records
   approved before the briefing: adopted confirms the cited family's cause, refuted rules it out. Feedback is an
   agent's or an engineer's, or live verification's (`collectors.verify` appends `adopted` for a hint whose checks
-  held and `refuted` for one they contradicted): `lived_feedback` reads them all.
+  held and `refuted` for one they contradicted): `lived_feedback` reads them all. Feedback on an incident that was
+  itself approved into memory is not asked again: that record's own question is the same question with its
+  confirmed cause, and asking it twice would count one incident twice (in the fit, and as two paired questions in
+  the guard's confidence bound, which then believes a window twice its size).
+The questions are returned in the tenant's time order (a feedback question where its briefing was answered): the
+guard (`causes.newest_checks`) fits on the older ones and asks the newest, so a question must never be fitted on
+one lived after it.
 `run` fits with the shipped model as the prior's centre and stores the model and its figures per tenant and ranker
 model (`causes_calibration`, under RLS) in one statement; `model` reads it for a briefing (remembered per process
 for `ttl` seconds); `refresh_if_stale` starts a run on the process's one thread when the tenant's size moved by a
@@ -63,7 +69,7 @@ ON CONFLICT (tenant, model) DO UPDATE SET model_doc = EXCLUDED.model_doc, record
   questions = EXCLUDED.questions, report = EXCLUDED.report, computed_at = now()
 """
 _FEEDBACK = """SELECT e.payload->>'family_id' AS family_id, e.payload->>'verdict' AS verdict, b.request,
-  b.created_at FROM ledger_events e JOIN briefings b ON b.briefing_id = (e.payload->>'briefing_id')::uuid
+  b.created_at, e.incident_id FROM ledger_events e JOIN briefings b ON b.briefing_id = (e.payload->>'briefing_id')::uuid
   WHERE e.type = 'briefing.feedback' AND e.payload->>'verdict' IN ('adopted', 'refuted')
   ORDER BY e.occurred_at DESC, e.event_id LIMIT %s"""
 
@@ -194,6 +200,10 @@ class Lived:
             out[str(row["family_id"])] = (int(row["version"]), cause)
         return out
 
+    def incidents(self) -> set[str]:
+        """The incidents approved into memory: every source incident of every lived version."""
+        return {str(i) for row in self.rows for i in (row.get("source_incidents") or ())}
+
     def before(self, when: datetime) -> int:
         """How many incidents happened before `when` (the rows are in time order: a binary search)."""
         return bisect.bisect_left(self.times, when)
@@ -250,7 +260,7 @@ class LivedWalk:
 
 def lived_feedback(cur: Cursor, limit: int = FEEDBACK_SAMPLE) -> list[Row]:
     """The tenant's newest `adopted` and `refuted` feedback (an agent's, an engineer's or live verification's),
-    each with the request of the briefing it judged and when that briefing was answered."""
+    each with the request of the briefing it judged, when that briefing was answered and the incident it was for."""
     cur.execute(_FEEDBACK, (limit,))
     return cur.fetchall()
 
@@ -289,15 +299,18 @@ class CausesCalibrator:
         # a stored model keeps the price its guard judged it at (a run applies the deployment's)
         if hit[1] is not None:
             return hit[1]
-        return self.priced(causes.shipped_causes_model(ranker_model, concept=False), judged=False)
+        return self.priced(causes.shipped_causes_model(ranker_model, concept=False))
 
-    def priced(self, model: CausesModel, judged: bool) -> CausesModel:
-        """`model` at the price on a longer investigation its tenant answers at. A tenant its guard judges: the
-        deployment's (`causes_worse_cost`), else the shipped one. A tenant too young to judge: 0, the
-        expected-checks rule; its evidence stands behind its floor instead (`causes.stands_out`, whose margin was
-        chosen at 0 on seven young histories), and a price chosen on a judged tenant's flat base rates would, on a
-        five-record tenant with a novelty near one half, keep even an exact recurrence from its hint."""
-        price = self.briefing.settings.causes_worse_cost if judged else 0.0
+    def priced(self, model: CausesModel) -> CausesModel:
+        """`model` at the price on a longer investigation the deployment sets (`causes_worse_cost`), else the
+        shipped one; the same for every tenant, young or judged: the price is what a wrong lead costs an agent, not
+        a property of the tenant. (Until 2026-12-04 a tenant too young for its guard answered at 0, the
+        expected-checks rule, on the belief that the price would keep a five-record tenant's exact recurrence from
+        its hint. Measured that day it did not: the 62 synthetic scenarios and 342 expectations pass with it, and
+        at 0 a four-record real tenant (2i2c) marked a look-alike of another cause sharing the question's service,
+        p 0.49 against a base rate of 0.14 with a novelty of 0.25: a 0.46-check expected gain at a 0.51 chance of
+        a longer investigation, which the price refuses.)"""
+        price = self.briefing.settings.causes_worse_cost
         return model if price is None or model.worse_cost == price else replace(model, worse_cost=price)
 
     def refresh_if_stale(self, tenant: str, ranker_model: str, records: int) -> None:
@@ -332,7 +345,10 @@ class CausesCalibrator:
             if req is not None:
                 row = lived.rows[i]
                 asked.append((req, i, lived.causes[i], None, str(row["family_id"])))
+        approved = lived.incidents()
         for f in reversed(feedback):
+            if f["incident_id"] in approved:  # its record's own question asks it, with the confirmed cause
+                continue
             cause = lived.cause.get(str(f["family_id"]))
             try:
                 req = BriefingRequest.model_validate({**dict(f["request"]), "limit": 10, "explain": False})
@@ -351,7 +367,8 @@ class CausesCalibrator:
         # stored under this name and a briefing reads it under its own (a young tenant's floor stored as "lexical"
         # while its briefings ranked with the embedding was never applied)
         name = svc.policy(now, svc.semantic is not None, threshold=0.0).model.name
-        for at in sorted(range(len(asked)), key=lambda i: asked[i][1]):  # walked in time order, returned as asked
+        order = sorted(range(len(asked)), key=lambda i: asked[i][1])  # time order (stable: a record before the
+        for at in order:  # feedback answered when it was the newest)
             req, n, cause, refuted, family = asked[at]
             if n < MIN_HISTORY:
                 continue
@@ -381,7 +398,7 @@ class CausesCalibrator:
             label = None if cause is None else cause if cause in history.counts else NEW
             out[at] = Question(history, evidence, cause=label, refuted=refuted if refuted in history.counts else None,
                                near=walk.sharing(req.services))
-        return name, [q for q in out if q is not None], len(lived.rows)
+        return name, [q for at in order if (q := out[at]) is not None], len(lived.rows)
 
     def unrelated(self, tenant: str, now: datetime | None = None) -> tuple[str | None, list[float]]:
         """How alike the tenant's unrelated incidents look (`causes.unrelated_floor`'s samples): each active
@@ -423,7 +440,7 @@ class CausesCalibrator:
         samples = [] if judged else self.unrelated(tenant, now)[1]
         floor = causes.unrelated_floor(samples)  # every model below carries it: fit, guard and answers apply it
         beta = causes.fit_service_beta(questions)
-        shipped = replace(self.priced(causes.shipped_causes_model(name, concept=judged), judged), evidence_floor=floor)
+        shipped = replace(self.priced(causes.shipped_causes_model(name, concept=judged)), evidence_floor=floor)
         services_guard: dict[str, int] = {}
         if beta is not None:
             services_ok, services_guard = causes.services_pay(questions, shipped, beta)
