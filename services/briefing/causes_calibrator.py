@@ -299,22 +299,24 @@ class CausesCalibrator:
         # a stored model keeps the price its guard judged it at (a run applies the deployment's)
         if hit[1] is not None:
             return hit[1]
-        return self.priced(causes.shipped_causes_model(ranker_model, concept=False), judged=False)
+        return self.priced(causes.shipped_causes_model(ranker_model, concept=False))
 
-    def priced(self, model: CausesModel, judged: bool) -> CausesModel:
-        """`model` at the price on a longer investigation its tenant answers at. A tenant its guard judges: the
-        deployment's (`causes_worse_cost`), else the shipped one. A tenant too young to judge: 0, the
-        expected-checks rule; its evidence stands behind its floor instead (`causes.stands_out`, whose margin was
-        chosen at 0 on seven young histories), and a price chosen on a judged tenant's flat base rates would, on a
-        tenant of three or four records with a novelty near one half, keep even a near-verbatim recurrence from its
-        hint. Tried again on 2026-12-04 (the twelfth session): at the shipped price a four-record 2i2c history's
-        look-alike lost its mark (5 -> 4 checks static, 7 -> 5 replayed) and the 62 scenarios passed, but a
-        four-record tenant's near-verbatim recurrence (p 0.38 against a base rate of 0.09, novelty 0.52) and a
-        three-record tenant's question quoting a record's signal (0.37 against 0.12, novelty 0.52) lost theirs; by
-        the model's own numbers the 2i2c look-alike (0.49 against 0.14, novelty 0.25) was the stronger case, so no
-        price separates them. What does is how far the evidence stands above the tenant's floor (17 times against
-        5.5), and the only margin that would is a constant chosen on one question."""
-        price = self.briefing.settings.causes_worse_cost if judged else 0.0
+    def priced(self, model: CausesModel) -> CausesModel:
+        """`model` at the price on a longer investigation the deployment sets (`causes_worse_cost`), else the
+        shipped one; the same for every tenant, young or judged: the price is what a wrong lead costs an agent, not
+        a property of the tenant. (Until 2026-12-04 a tenant too young for its guard answered at 0, the
+        expected-checks rule, so that a three- or four-record tenant's near-verbatim recurrence kept its hint. Real
+        young tenants paid for it with look-alikes of another cause: at 0 a four-record 2i2c history marked a record
+        sharing the question's service (p 0.49 against a base rate of 0.14, novelty 0.25: 5 checks against the base
+        rates' 4, 7 against 5 replayed); the six-record Let's Encrypt history, asked at 0 after its first run at the
+        price (9 against 9, 12 against 12 replayed), marked a record whose OCSP responses had also gone stale (0.35
+        against 0.05, novelty 0.35: 10 against 9, 13 against 12). At the price both hold the base rates' checks,
+        and the 62 scenarios still pass.
+        What the price costs: a young tenant's recurrence whose probability stays under about one half gets no hint
+        (two integration tests' near-verbatim matches, p 0.37-0.38 at a novelty of 0.52); search still finds it, and
+        the causes still put it first, raised above its base rate. By the model's own numbers the look-alikes were
+        the stronger cases, so no rule over these probabilities keeps one and drops the other.)"""
+        price = self.briefing.settings.causes_worse_cost
         return model if price is None or model.worse_cost == price else replace(model, worse_cost=price)
 
     def refresh_if_stale(self, tenant: str, ranker_model: str, records: int) -> None:
@@ -444,7 +446,7 @@ class CausesCalibrator:
         samples = [] if judged else self.unrelated(tenant, now)[1]
         floor = causes.unrelated_floor(samples)  # every model below carries it: fit, guard and answers apply it
         beta = causes.fit_service_beta(questions)
-        shipped = replace(self.priced(causes.shipped_causes_model(name, concept=judged), judged), evidence_floor=floor)
+        shipped = replace(self.priced(causes.shipped_causes_model(name, concept=judged)), evidence_floor=floor)
         services_guard: dict[str, int] = {}
         if beta is not None:
             services_ok, services_guard = causes.services_pay(questions, shipped, beta)

@@ -305,9 +305,9 @@ def test_one_category_written_three_ways_is_one_cause_and_one_family(tenant_clie
 
 def test_a_deployment_sets_the_price_of_a_longer_investigation(tenant_client: TenantFactory,
                                                                settings: Settings) -> None:
-    """`OPSLORE_CAUSES_WORSE_COST` prices the evidence of a tenant its guard judges, the shipped price without it; a
-    tenant too young to judge answers at 0 behind its evidence floor, before its first run and after it, and its
-    exact recurrence keeps its hint."""
+    """`OPSLORE_CAUSES_WORSE_COST` prices the evidence of every tenant, the shipped price without it; a tenant too
+    young for its guard answers at that price too (behind its evidence floor), before its first run and after it,
+    and its exact recurrence keeps its hint."""
     client = with_history(tenant_client)
     tenant = getattr(client, "tenant")  # noqa: B009
     time.sleep(YOUNG_INTERVAL + 2)  # the background owner's runs of the history's burst have stored
@@ -320,21 +320,24 @@ def test_a_deployment_sets_the_price_of_a_longer_investigation(tenant_client: Te
         name, _ = plain.unrelated(tenant)
         assert name is not None
         shipped = causes.shipped_causes_model(name, concept=False)
-        assert plain.priced(shipped, judged=True).worse_cost == causes.shipped_worse_cost() != 0.5
-        assert cheap.priced(shipped, judged=True) == replace(shipped, worse_cost=0.5)
-        assert cheap.priced(shipped, judged=False).worse_cost == plain.priced(shipped, judged=False).worse_cost == 0
+        assert plain.priced(shipped).worse_cost == causes.shipped_worse_cost() != 0.5
+        assert cheap.priced(shipped) == replace(shipped, worse_cost=0.5)
         _, model, report = cheap.run(tenant)
-        assert report["guard_questions"] == 0 and model.worse_cost == 0.0  # six records: too young to judge
+        assert report["guard_questions"] == 0 and model.worse_cost == 0.5  # six records: too young to judge
+        assert model.evidence_floor is not None
         with db.tenant_transaction(tenant) as cur:
             cur.execute("SELECT model_doc FROM causes_calibration WHERE model = %s", (name,))
             row = cur.fetchone()
-            assert row is not None and row["model_doc"]["worse_cost"] == 0.0
-            assert cheap.model(cur, tenant, name, len(HISTORY)).worse_cost == 0.0
-        answer = client.briefing({"alert": {"name": "HighErrorRate"}, "services": ["edge-proxy"],
-                                  "signals": ["tls_handshake_failure"], "text": "tls_handshake_failure observed",
-                                  "explain": True})
-        assert answer["causes_explain"]["worse_cost"] == 0.0
-        assert answer["causes"][0]["category"] == "certificate_expiry" and answer["hints"]
+            assert row is not None and row["model_doc"]["worse_cost"] == 0.5
+            assert cheap.model(cur, tenant, name, len(HISTORY)).worse_cost == 0.5
+        _, model, _ = plain.run(tenant)  # the deployment's own run: the shipped price
+        assert model.worse_cost == causes.shipped_worse_cost()
+        answer = eventually(lambda: (a := client.briefing({
+            "alert": {"name": "HighErrorRate"}, "services": ["edge-proxy"], "signals": ["tls_handshake_failure"],
+            "text": "tls_handshake_failure observed", "explain": True}))["causes_explain"]["worse_cost"] ==
+            causes.shipped_worse_cost() and a, timeout=90.0, interval=1.0)  # the API remembers a model for 60 s
+        assert answer["causes"][0]["category"] == "certificate_expiry" and answer["causes"][0]["basis"] == "evidence"
+        assert answer["hints"][0]["root_cause_category"] == "certificate_expiry"
     finally:
         for service in services.values():
             service.close()

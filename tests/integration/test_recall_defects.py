@@ -87,7 +87,12 @@ def test_an_underscored_signal_word_matches_in_sql(svc: GovernedServices) -> Non
                     (tenant, ["cfs_quota_exceeded"]))
         assert cur.fetchone() == {"n": 1}
     answer = svc.briefing.brief(reviewer(tenant), BriefingRequest(text="seeing cfs_quota_exceeded on workers"))
-    assert [str(h.family_id) for h in answer.hints] == [family]
+    assert leads(answer, "throttling")  # the causes put it first, raised above its base rate
+    # a three-record tenant (three causes: a new one is the likeliest outcome) marks it only where a lead pays at
+    # the price of a longer investigation; search finds the record whatever the causes say
+    found = svc.briefing.search(reviewer(tenant), RecordSearchRequest(query="seeing cfs_quota_exceeded on workers"))
+    assert [str(h.family_id) for h in found][:1] == [family]
+    assert all(str(h.family_id) == family for h in answer.hints)  # a hint, if any, is this record's
 
 
 def test_unseen_services_alert_and_signals_do_not_dilute_matching_text(svc: GovernedServices) -> None:
