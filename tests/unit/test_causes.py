@@ -400,6 +400,22 @@ def test_a_lived_question_counts_sharing_incidents_as_a_briefing_did_then() -> N
     assert lived.as_of(4)["f1"] == (3, "disk")
 
 
+def test_the_incidents_approved_into_memory_are_every_lived_version_s_sources() -> None:
+    """Feedback on one of these incidents is not asked again: its record's own lived question asks it."""
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+
+    def version(family: str, v: int, day: int, sources: list[str] | None) -> dict[str, object]:
+        return {"family_id": family, "version": v, "observed_at": at + timedelta(days=day), "valid_from": at,
+                "services": [], "root_cause_category": "db", "root_cause": "db", "summary": "db",
+                "family_state": "active", "source_incidents": sources}
+
+    rows = [version("f1", 1, 0, ["INC-1"]), version("f1", 2, 1, ["INC-1", "INC-2"]), version("f2", 1, 2, None)]
+    assert Lived.of(rows, [rows[1], rows[2]]).incidents() == {"INC-1", "INC-2"}
+    retired = {**rows[2], "family_state": "retired"}  # a family no longer active is not lived
+    assert Lived.of([*rows[:2], {**rows[2], "source_incidents": ["INC-3"]}], [rows[1], {
+        **retired, "source_incidents": ["INC-3"]}]).incidents() == {"INC-1", "INC-2"}
+
+
 def test_a_walk_through_the_history_answers_what_as_of_and_sharing_do_at_every_step() -> None:
     """`LivedWalk` pays each incident once; `Lived.as_of` and `Lived.sharing` recompute from the start and are its
     specification: a random history of recurrences that change services and causes, walked with repeated and
