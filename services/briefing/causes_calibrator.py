@@ -313,7 +313,8 @@ class CausesCalibrator:
         against 0.05, novelty 0.35: 10 against 9, 13 against 12). At the price both hold the base rates' checks,
         and the 62 scenarios still pass.
         What the price costs: a young tenant's recurrence whose probability stays under about one half gets no hint
-        (two integration tests' near-verbatim matches, p 0.37-0.38 at a novelty of 0.52); search still finds it, and
+        (three integration tests' matches: a one-record tenant asked in its record's own words, and three- and
+        four-record tenants' near-verbatim questions, p 0.37-0.38 at a novelty of 0.52); search still finds it, and
         the causes still put it first, raised above its base rate. By the model's own numbers the look-alikes were
         the stronger cases, so no rule over these probabilities keeps one and drops the other.)"""
         price = self.briefing.settings.causes_worse_cost

@@ -13,7 +13,7 @@ import uuid
 import psycopg
 import pytest
 
-from schemas.api import BriefingRequest
+from schemas.api import BriefingRequest, RecordSearchRequest
 from services.lexicon.analyzer import analyze
 from tests.integration.governed import GovernedServices, draft, reviewer, seed_candidate
 
@@ -65,8 +65,13 @@ def test_the_text_branch_finds_only_the_callers_tenant(svc: GovernedServices) ->
         cur.execute("SELECT family_id::text AS f FROM opslore_briefing_matches("
                     "'{}', '{}', NULL, %s, NULL, 30, 200, now(), NULL)", (analyze("quuxfrobnication"),))
         assert [r["f"] for r in cur.fetchall()] == [fams[a]]
+    found = svc.briefing.search(reviewer(a), RecordSearchRequest(query="render pods throttled by quuxfrobnication"))
+    assert [str(h.family_id) for h in found] == [fams[a]]
+    # the briefing reads the same branch: its causes raise the tenant's own record's cause, and a hint it sends is
+    # that record (a one-record tenant, whose next incident may well be new, marks it only where a lead pays)
     answer = svc.briefing.brief(reviewer(a), BriefingRequest(text="render pods throttled by quuxfrobnication"))
-    assert [str(h.family_id) for h in answer.hints] == [fams[a]]
+    assert answer.causes[0].category == "throttling" and answer.causes[0].probability > answer.causes[0].prior
+    assert {str(h.family_id) for h in answer.hints} <= {fams[a]}
 
 
 def test_the_candidate_function_answers_nothing_without_a_tenant(svc: GovernedServices) -> None:
