@@ -365,7 +365,7 @@ class CausesCalibrator:
                 adopted = f["verdict"] == "adopted"
                 asked.append((req, lived.before(f["created_at"]), cause if adopted else None,
                               None if adopted else cause, None))
-        out: list[Question | None] = [None] * len(asked)
+        out: list[Question] = []
         walk = LivedWalk(lived)
         classifier = shipped_classifier(svc.semantic.model if svc.semantic is not None else None)
         first = min((a[1] for a in asked), default=len(lived.rows))
@@ -374,9 +374,8 @@ class CausesCalibrator:
         # stored under this name and a briefing reads it under its own (a young tenant's floor stored as "lexical"
         # while its briefings ranked with the embedding was never applied)
         name = svc.policy(now, svc.semantic is not None, threshold=0.0).model.name
-        order = sorted(range(len(asked)), key=lambda i: asked[i][1])  # time order (stable: a record before the
-        for at in order:  # feedback answered when it was the newest)
-            req, n, cause, refuted, family = asked[at]
+        # walked and returned in time order (a stable sort: a record before feedback answered when it was the newest)
+        for req, n, cause, refuted, family in sorted(asked, key=lambda a: a[1]):
             if n < MIN_HISTORY:
                 continue
             history = TenantHistory.of_sequence(lived.causes[:n])
@@ -403,9 +402,9 @@ class CausesCalibrator:
                 evidence = causes.with_concepts(evidence, concepts(classifier.ratios(question.vector),
                                                                    profiles.at(n)))
             label = None if cause is None else cause if cause in history.counts else NEW
-            out[at] = Question(history, evidence, cause=label, refuted=refuted if refuted in history.counts else None,
-                               near=walk.sharing(req.services))
-        return name, [q for at in order if (q := out[at]) is not None], len(lived.rows)
+            out.append(Question(history, evidence, cause=label, refuted=refuted if refuted in history.counts else None,
+                                near=walk.sharing(req.services)))
+        return name, out, len(lived.rows)
 
     def unrelated(self, tenant: str, now: datetime | None = None) -> tuple[str | None, list[float]]:
         """How alike the tenant's unrelated incidents look (`causes.unrelated_floor`'s samples): each active
