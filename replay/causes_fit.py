@@ -2,7 +2,7 @@
 
 The shipped model is what a tenant with little history answers with, and the centre of the prior every tenant's
 own calibration shrinks towards (`services/briefing/causes.py`). It reads the real-incident corpus's history and
-its tuning questions (`TUNING`: the ranker's, dev and the spent first fresh set, and fresh12-13); the test split, the
+its tuning questions (`TUNING`: the ranker's, dev and the spent first fresh set, and fresh12-15); the test split, the
 other fresh sets and the within-organisation sets are never seen.
 
 1. The history of `replay/realworld` is learned into a fresh tenant of the live stack through the whole pipeline
@@ -53,7 +53,7 @@ OUT = Path(__file__).resolve().parents[1] / "services" / "briefing" / "data" / "
 # fresh12 (spent 2026-12-04, never seen by the symptom classifier or `replay worse-cost`): on its first run the
 # evidence was worth half its shipped weight (the likelihood of its answers peaked with every evidence term times
 # 0.5-0.75, where on fresh11 it peaked at 1.0): a set whose symptoms say less, so the weights are fitted on it too
-TUNING: tuple[rw.Split, ...] = (*RANKER_TUNING, "fresh12", "fresh13")  # fresh13: the same, after its first run
+TUNING: tuple[rw.Split, ...] = (*RANKER_TUNING, "fresh12", "fresh13", "fresh14", "fresh15")  # 13-15: after first runs
 PRECISION = 1.0
 HELD = 1e9  # the precision that holds a weight at its centre (0)
 
