@@ -66,14 +66,8 @@ Split = Literal["dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", 
 FRESH_SETS: tuple[Split, ...] = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8",
                                   "fresh9", "fresh10", "fresh11", "fresh12", "fresh13",
                                   "fresh14", "fresh15", "fresh16", "fresh17", "fresh18")
-RECURRING: tuple[Role, ...] = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6",
-                              "fresh7", "fresh8", "fresh9", "fresh10", "fresh11", "fresh12",
-                              "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18")
-NOVEL: tuple[Role, ...] = ("dev_novel", "test_novel", "fresh_novel", "fresh2_novel", "fresh3_novel",
-                           "fresh4_novel", "fresh5_novel", "fresh6_novel", "fresh7_novel", "fresh8_novel",
-                           "fresh9_novel", "fresh10_novel", "fresh11_novel", "fresh12_novel",
-                           "fresh13_novel", "fresh14_novel", "fresh15_novel", "fresh16_novel", "fresh17_novel",
-                           "fresh18_novel")
+RECURRING: tuple[Role, ...] = ("dev", "test", *FRESH_SETS)
+NOVEL: tuple[Role, ...] = tuple(cast(Role, f"{split}_novel") for split in RECURRING)
 Lang = Literal["en", "zh"]
 
 
