@@ -271,6 +271,7 @@ class CausesCalibrator:
         self.ttl = ttl
         self.min_interval = min_interval
         self._read: dict[tuple[str, str], tuple[float, CausesModel | None, int | None]] = {}
+        self._floors: dict[tuple[str, int], float | None] = {}  # `floor_now`'s, per tenant and history size
         self._lock = threading.Lock()
         self.runs = TenantRuns("causes-calibration", min_interval)
         self.young_runs = TenantRuns("causes-young", YOUNG_INTERVAL)  # young tenants: at every new record
@@ -299,7 +300,30 @@ class CausesCalibrator:
         # a stored model keeps the price its guard judged it at (a run applies the deployment's)
         if hit[1] is not None:
             return hit[1]
-        return self.priced(causes.shipped_causes_model(ranker_model, concept=False))
+        shipped = self.priced(causes.shipped_causes_model(ranker_model, concept=False))
+        # young (its floor measured by the briefing, `floor_now`) only when it is known to be: a tenant that imported
+        # a large history answers its first questions with the shipped model until its first run lands
+        return replace(shipped, young=records is not None and records < YOUNG)
+
+    def floor_now(self, tenant: str, model: CausesModel, records: int) -> CausesModel:
+        """`model` with the evidence floor of the tenant's history as it is now, when its floor is pending
+        (`causes.floor_pending`: a young tenant's model computed while it had one cause, answering a history of
+        more). The floor is what the tenant's next run would store (`unrelated`, over its under-YOUNG records: a
+        few dozen rankings, 0.2-1 s), measured here once per history size: a young tenant's questions follow its
+        approvals within seconds (a team importing its history, a replay), before the background run lands, and
+        without it they would answer over a floor of nothing. Still no floor (no record could be asked): `model`
+        unchanged, and the answer stays the base rates."""
+        key = (tenant, records)
+        with self._lock:
+            known = key in self._floors
+            floor = self._floors.get(key)
+        if not known:
+            floor = causes.unrelated_floor(self.unrelated(tenant)[1])
+            with self._lock:
+                if len(self._floors) > 4096:
+                    self._floors.clear()
+                self._floors[key] = floor
+        return model if floor is None else replace(model, evidence_floor=floor)
 
     def priced(self, model: CausesModel) -> CausesModel:
         """`model` at the price on a longer investigation the deployment sets (`causes_worse_cost`), else the
@@ -446,7 +470,8 @@ class CausesCalibrator:
         samples = [] if judged else self.unrelated(tenant, now)[1]
         floor = causes.unrelated_floor(samples)  # every model below carries it: fit, guard and answers apply it
         beta = causes.fit_service_beta(questions)
-        shipped = replace(self.priced(causes.shipped_causes_model(name, concept=judged)), evidence_floor=floor)
+        shipped = replace(self.priced(causes.shipped_causes_model(name, concept=judged)), evidence_floor=floor,
+                          young=not judged)
         services_guard: dict[str, int] = {}
         if beta is not None:
             services_ok, services_guard = causes.services_pay(questions, shipped, beta)

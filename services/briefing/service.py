@@ -325,7 +325,7 @@ class BriefingService:
         policy = self._tenant_policy(cur, principal.scoped_tenant, now, found)
         ranking = rank(q, found.rows, policy, req.limit, found.similarities, found.stats)
         history = self.histories.get(cur, principal.scoped_tenant, principal.project, found.stats.docs)
-        answer = self._causes(cur, principal, req, policy, history, ranking, found)
+        answer = self._causes(cur, principal, req, policy, history, ranking, found, briefing)
         if briefing:
             shown = cause_model.follow_causes([c.category for c in answer.evidence], ranking.candidates,
                                               lambda s: history.cause_of(str(s.facts.family_id),
@@ -347,12 +347,14 @@ class BriefingService:
         return response
 
     def _causes(self, cur: Cursor, principal: Principal, req: BriefingRequest, policy: RankPolicy,
-                history: CauseHistory, ranking: Ranked, found: Retrieved) -> cause_model.CausesAnswer:
+                history: CauseHistory, ranking: Ranked, found: Retrieved, briefing: bool = True
+                ) -> cause_model.CausesAnswer:
         """The calibrated causes of the question (`causes.answer`) from every ranked candidate's relevance and, when
         the question was embedded, what the shipped symptom classifier says of each cause's records
         (`symptoms.concepts`), with the tenant's calibrated model (a run started in the background when it is
         missing or stale) and, when that model conditions on services, the history's incidents that share a
-        service with the question."""
+        service with the question. `briefing` False (a record search, whose hints do not follow the causes): a
+        pending floor is not measured."""
         tenant = principal.scoped_tenant
         evidence = cause_model.gather(
             cause_model.candidate(cause, s, family) for s in ranking.candidates
@@ -367,6 +369,8 @@ class BriefingService:
             members = profiles.members
         name = policy.model.name
         model = self.causes_calibrator.model(cur, tenant, name, history.history.records)
+        if briefing and cause_model.floor_pending(model, history.history):
+            model = self.causes_calibrator.floor_now(tenant, model, history.history.records)
         if self.settings.briefing_causes_calibration and self.settings.calibration_runs_in == "api":
             self.causes_calibrator.refresh_if_stale(tenant, name, history.history.records)
         near: dict[str, float] = {}
@@ -379,7 +383,8 @@ class BriefingService:
     def _causes_explain(answer: cause_model.CausesAnswer, history: CauseHistory) -> dict[str, Any]:
         m = answer.model
         return {"model": m.source, "questions": m.questions, "service_beta": m.service_beta,
-                "evidence_floor": m.evidence_floor,
+                "evidence_floor": m.evidence_floor, "young": m.young,
+                "floor_pending": cause_model.floor_pending(m, history.history),
                 "weights": dict(zip(cause_model.FEATURES, m.weights, strict=True)),
                 "novel_bias": m.novel_bias, "novel_relevance": m.novel_relevance,
                 "history_records": history.history.records, "novelty_prior": answer.novelty_prior,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -225,6 +226,40 @@ def test_a_tenant_of_a_few_records_answers_behind_the_floor_it_stored(tenant_cli
     asked = client.briefing({"text": "pods restarting after the node pool upgrade", "explain": True})
     assert asked["causes_explain"]["model"] == "shipped"
     assert asked["causes_explain"]["evidence_floor"] == pytest.approx(floor, rel=0.01)
+
+
+def test_a_young_model_over_one_cause_gets_the_floor_of_the_history_as_it_is(tenant_client: TenantFactory,
+                                                                             settings: Settings) -> None:
+    """A young tenant whose model was computed while it had one cause has no floor; once a record of another cause
+    is approved, a briefing measures the floor of the history as it is (`floor_now`, what the next run stores)
+    rather than answer over no floor until that run lands."""
+    client = tenant_client()
+    for row in HISTORY[:3]:  # one cause
+        learn(client, *row)
+    tenant = getattr(client, "tenant")  # noqa: B009
+    db = Database(settings.database_url, max_size=2)
+    db.open()
+    service = BriefingService(db, settings)
+    try:
+        calibrator = CausesCalibrator(service)
+        name, samples = calibrator.unrelated(tenant)
+        assert name is None and samples == []  # one cause: nothing is asked, nothing known of how alike they look
+        name = service.policy(datetime.now(UTC), service.semantic is not None).model.name
+        young = replace(causes.shipped_causes_model(name), young=True)
+        assert calibrator.floor_now(tenant, young, 3) == young
+        learn(client, *HISTORY[3])  # a second cause
+        one_cause = TenantHistory({"db_connection_pool": 3})
+        two_causes = TenantHistory({"db_connection_pool": 3, "dns": 1})
+        assert not causes.floor_pending(young, one_cause) and causes.floor_pending(young, two_causes)
+        measured = calibrator.floor_now(tenant, young, 4)
+        _, now = calibrator.unrelated(tenant)
+        assert len(now) == 4 and measured.evidence_floor == pytest.approx(causes.unrelated_floor(now), rel=0.01)
+        assert not causes.floor_pending(measured, two_causes)
+        assert calibrator.floor_now(tenant, young, 4) == measured  # measured once per history size
+        calibrator.close()
+    finally:
+        service.close()
+        db.close()
 
 
 def _stored(db: Database, tenant: str) -> dict[str, Any] | None:

@@ -604,6 +604,34 @@ def test_a_young_tenants_evidence_below_its_floor_answers_with_the_base_rates() 
     assert causes.planner_checks(question, replace(shipped, evidence_floor=0.24)) == (0, 0)
 
 
+def test_a_young_model_computed_over_one_cause_answers_a_history_of_more_with_the_base_rates() -> None:
+    """A young tenant's floor measured while it had one cause is None (no unrelated incidents); once the history has
+    more causes, the floor is pending until the next run measures it, and the answer is the base rates. A tenant of
+    one cause keeps its evidence (a one-record tenant's paraphrase keeps its hint); so does a judged tenant, whose
+    evidence its guard judges instead of a floor."""
+    shipped = CausesModel(weights=(-2.0, 1.5, causes.IDENTITY_WEIGHT, 0.0), novel_bias=0.9, novel_relevance=0.7)
+    young = replace(shipped, young=True)
+    one = TenantHistory({"deploy": 11})
+    alike = {"deploy": ev(0.6, families=("fd",))}
+    assert not causes.floor_pending(young, one) and answer(one, alike, young).evidence
+    three = TenantHistory({"deploy": 11, "index": 1, "user": 1})
+    assert causes.floor_pending(young, three)
+    pending = answer(three, alike, young)
+    priors, p_new = three.priors()
+    assert not pending.evidence and pending.novelty == round(p_new, 4)
+    assert [(c.category, c.probability) for c in pending.causes] == [
+        (c, round(priors[c], 4)) for c in sorted(priors, key=lambda c: (-priors[c], c))]
+    assert causes.planner_checks(Question(three, alike, cause=NEW), young) == (0, 0)
+    assert causes.planner_checks(Question(three, alike, cause=NEW), shipped)[0] >= 1  # the old answer: one wasted
+    assert answer(three, alike, shipped).evidence  # judged (not young): no floor needed
+    measured = replace(young, evidence_floor=0.1)  # the run landed: the floor decides
+    assert not causes.floor_pending(measured, three) and answer(three, alike, measured).evidence
+    assert CausesModel.from_json(young.to_json()) == young
+    assert CausesModel.from_json({k: v for k, v in young.to_json().items() if k != "young"}).young is False
+    lived = [Question(three, alike, cause="deploy") for _ in range(causes.MIN_QUESTIONS)]
+    assert fit(lived, measured).young
+
+
 def test_the_floor_is_stored_with_the_model_and_kept_by_a_fit() -> None:
     model = CausesModel(evidence_floor=0.123)
     assert CausesModel.from_json(model.to_json()) == model

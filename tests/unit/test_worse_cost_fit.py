@@ -41,3 +41,16 @@ def test_the_pick_is_the_smallest_price_whose_upper_bound_clears_the_target() ->
     grid = [point(0.0, 0.4), point(1.0, 0.12), point(2.0, 0.09), point(3.0, 0.05)]
     assert choose(grid, 0.10).worse_cost == 2.0
     assert choose(grid, 0.01).worse_cost == 3.0  # none clears it: the most careful of the grid
+
+
+def test_the_bound_the_pick_reads_is_the_worse_language_not_their_average() -> None:
+    # ten questions; in English four of them are made worse by a lead on e, in Chinese none is (e not raised there)
+    asked = [answered(f"q{i}", c, "a", 0.35) for i in range(4) for c in ("en", "en-text-only")]
+    asked += [answered(f"q{i}", c, "a", 0.16) for i in range(4) for c in ("zh", "zh-text-only")]
+    asked += [answered(f"q{i}", c, "a", 0.16) for i in range(4, 10)
+              for c in ("en", "en-text-only", "zh", "zh-text-only")]
+    point = price_point(asked, PRIORS, 0.0)
+    languages = {lang: (share, upper) for lang, share, upper in point.by_language}
+    assert languages["en"][0] == pytest.approx(0.4) and languages["zh"] == (0.0, 0.0)
+    assert point.worse_share == pytest.approx(0.2)  # pooled over the four conditions
+    assert point.worse_upper90 == pytest.approx(languages["en"][1]) and point.worse_upper90 > 0.4
