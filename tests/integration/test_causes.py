@@ -5,6 +5,8 @@ tenant's calibration (its own lived questions and its feedback) stored under RLS
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -47,6 +49,19 @@ def with_history(tenant_client: TenantFactory) -> OpsloreClient:
     for row in HISTORY:
         learn(client, *row)
     return client
+
+
+@contextmanager
+def briefing_service(settings: Settings) -> Iterator[BriefingService]:
+    """A briefing service of this process over its own two-connection pool, closed after the test."""
+    db = Database(settings.database_url, max_size=2)
+    db.open()
+    service = BriefingService(db, settings)
+    try:
+        yield service
+    finally:
+        service.close()
+        db.close()
 
 
 def check_shape(answer: dict[str, Any]) -> None:
@@ -116,10 +131,8 @@ def test_the_tenant_calibrates_its_causes_under_rls_and_learns_from_feedback(
     with pytest.raises(ApiError) as err:
         agent.request("POST", "/v1/causes/calibration")
     assert err.value.status == 403
-    db = Database(settings.database_url, max_size=2)
-    db.open()
-    service = BriefingService(db, settings)
-    try:
+    with briefing_service(settings) as service:
+        db = service.db
         calibrator = CausesCalibrator(service)
         before = len(calibrator.questions(getattr(client, "tenant"))[1])  # noqa: B009
         assert before == len(HISTORY) - 5  # every incident with five before it, asked against them
@@ -152,18 +165,13 @@ def test_the_tenant_calibrates_its_causes_under_rls_and_learns_from_feedback(
             # too, before its semantic index was ready
             cur.execute("SELECT questions FROM causes_calibration WHERE model = %s", (ran["model"],))
             assert [r["questions"] for r in cur.fetchall()] == [after]
-    finally:
-        service.close()
-        db.close()
 
 
 def test_a_young_tenant_answers_behind_its_evidence_floor(tenant_client: TenantFactory, settings: Settings) -> None:
     client = with_history(tenant_client)
     tenant = getattr(client, "tenant")  # noqa: B009
-    db = Database(settings.database_url, max_size=2)
-    db.open()
-    service = BriefingService(db, settings)
-    try:
+    with briefing_service(settings) as service:
+        db = service.db
         calibrator = CausesCalibrator(service)
         name, samples = calibrator.unrelated(tenant)
         assert name and len(samples) == len(HISTORY)  # every record has a record of another cause to be near
@@ -207,9 +215,6 @@ def test_a_young_tenant_answers_behind_its_evidence_floor(tenant_client: TenantF
             "alert": {"name": "HighErrorRate"}, "services": ["edge-proxy"], "signals": ["tls_handshake_failure"],
             "text": "tls_handshake_failure observed"}))
         assert same.causes[0].category == "certificate_expiry" and same.causes[0].basis == "evidence"
-    finally:
-        service.close()
-        db.close()
 
 
 def test_a_tenant_of_a_few_records_answers_behind_the_floor_it_stored(tenant_client: TenantFactory) -> None:
@@ -237,10 +242,7 @@ def test_a_young_model_over_one_cause_gets_the_floor_of_the_history_as_it_is(ten
     for row in HISTORY[:3]:  # one cause
         learn(client, *row)
     tenant = getattr(client, "tenant")  # noqa: B009
-    db = Database(settings.database_url, max_size=2)
-    db.open()
-    service = BriefingService(db, settings)
-    try:
+    with briefing_service(settings) as service:
         calibrator = CausesCalibrator(service)
         name, samples = calibrator.unrelated(tenant)
         assert name is None and samples == []  # one cause: nothing is asked, nothing known of how alike they look
@@ -257,9 +259,6 @@ def test_a_young_model_over_one_cause_gets_the_floor_of_the_history_as_it_is(ten
         assert not causes.floor_pending(measured, two_causes)
         assert calibrator.floor_now(tenant, young, 4) == measured  # measured once per history size
         calibrator.close()
-    finally:
-        service.close()
-        db.close()
 
 
 def _stored(db: Database, tenant: str) -> dict[str, Any] | None:
