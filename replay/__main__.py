@@ -153,8 +153,9 @@ def realworld(
     for key, o in outcomes.items():
         typer.echo(f"  {key}: causes {json.dumps(o['outcome'].to_json())}; e5 top-1 class {o['e5_top1_class']}"
                    f"/{o['recurrences']}")
-        typer.echo(f"  {key}: the m most probable causes as evidence (checks, worse, true cause marked): " + "; ".join(
-            f"m={p.m} {p.checks_on}/{p.checks_off}, {p.worse} worse, {p.recall}/{p.recurrences}"
+        typer.echo(f"  {key}: the m most probable causes as evidence (checks, worse, true cause marked; the oracle "
+                   "abstention's checks): " + "; ".join(
+            f"m={p.m} {p.checks_on}/{p.checks_off}, {p.worse} worse, {p.recall}/{p.recurrences}; ceiling {p.ceiling}"
             for p in o["tradeoff"]))
     failures = rw.gate(results)
     report = report or Path(f"replay/results/realworld-{split}.json")

@@ -66,7 +66,10 @@ def planned(first: Sequence[str], truth: str, base_order: Sequence[str]) -> int:
 class TradeoffPoint:
     """Marking the m most probable causes as evidence, whatever the answer chose: checks against the base rates,
     questions made worse, recurrences whose true cause is marked (the hints' recall, were each marked cause to send
-    its best record) and wasted checks on novel questions."""
+    its best record) and wasted checks on novel questions. `ceiling`: the checks of an oracle that marks the m most
+    probable causes, down to the true one, only on the questions where that shortens the investigation, and marks
+    nothing elsewhere: the fewest checks any abstention rule over this ranking reaches with no question made worse
+    (what bounds the checks is then the ranking, not the rule that picks the marks)."""
 
     m: int
     checks_on: int
@@ -75,12 +78,14 @@ class TradeoffPoint:
     recall: int
     recurrences: int
     novel_checks: int
+    ceiling: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"m": self.m, "checks_on": self.checks_on, "checks_off": self.checks_off,
                 "checks_ratio": round(self.checks_on / self.checks_off, 3) if self.checks_off else None,
                 "worse": self.worse, "recall": self.recall, "recurrences": self.recurrences,
-                "novel_checks": self.novel_checks}
+                "novel_checks": self.novel_checks, "ceiling": self.ceiling,
+                "ceiling_ratio": round(self.ceiling / self.checks_off, 3) if self.checks_off else None}
 
 
 def tradeoff(asked: Sequence[Asked], history: TenantHistory, most: int = 5) -> list[TradeoffPoint]:
@@ -89,14 +94,16 @@ def tradeoff(asked: Sequence[Asked], history: TenantHistory, most: int = 5) -> l
     order = sorted(priors, key=lambda c: (-priors[c], c))
     points = []
     for m in range(most + 1):
-        on = off = worse = recall = novel = 0
+        on = off = worse = recall = novel = ceiling = 0
         for a in asked:
             first = top_causes(a, m)
             c_on, c_off = planned(first, a.truth, order), planned([], a.truth, order)
             on, off, worse = on + c_on, off + c_off, worse + (c_on > c_off)
             recall += a.truth != NEW and a.truth in first
             novel += c_on if a.truth == NEW else 0
-        points.append(TradeoffPoint(m, on, off, worse, recall, sum(a.truth != NEW for a in asked), novel))
+            prefix = first[:first.index(a.truth) + 1] if a.truth in first else []
+            ceiling += min(c_off, planned(prefix, a.truth, order))
+        points.append(TradeoffPoint(m, on, off, worse, recall, sum(a.truth != NEW for a in asked), novel, ceiling))
     return points
 
 

@@ -26,3 +26,17 @@ def test_each_point_marks_the_m_most_probable_causes_whatever_their_basis() -> N
     assert (points[3].checks_on, points[3].recall, points[3].recurrences) == (6, 2, 2)
     # the answer's own point (basis evidence: c alone) is on the curve's m = 1 for the first question
     assert checks(asked[0], ["a", "b", "c"]) == 1
+
+
+def test_the_ceiling_marks_down_to_the_true_cause_only_where_that_shortens_the_investigation() -> None:
+    asked = [
+        _asked("c", [("b", 0.4, "prior"), ("c", 0.3, "prior"), ("a", 0.2, "prior")]),  # b, c: 2 checks, not 3
+        _asked("a", [("b", 0.4, "prior"), ("a", 0.35, "prior"), ("c", 0.15, "prior")]),  # b, a: 2, not 1: no marks
+        _asked("b", [("c", 0.6, "prior"), ("a", 0.3, "prior"), ("b", 0.1, "prior")]),  # b third of the ranking
+        _asked(NEW, [("a", 0.5, "prior"), ("b", 0.3, "prior"), ("c", 0.1, "prior")]),  # nothing to mark: 0 checks
+    ]
+    points = {p.m: p for p in tradeoff(asked, HISTORY, most=3)}
+    assert points[0].checks_off == 3 + 1 + 2 + 0
+    assert [points[m].ceiling for m in range(4)] == [6, 6, 5, 5]  # b then c (2) beats c's base rank (3) from m = 2
+    assert all(p.ceiling <= p.checks_off and p.ceiling <= p.checks_on for p in points.values())
+    assert points[2].to_json()["ceiling_ratio"] == round(5 / 6, 3)
