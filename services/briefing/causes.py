@@ -362,9 +362,13 @@ def choose_evidence(probabilities: Mapping[str, float], priors: Mapping[str, flo
     than the base-rate order would (`worse_probability`), among the `supported` causes (with records behind them)
     whose probability rose above their base rate. Greedy: add the cause that lowers that price most, until none
     does. It starts from the cause the evidence makes more likely than not (`MIN_SURE`) and at least halfway from
-    its base rate to certainty, even where the base-rate order checks it first anyway: its hint carries the
-    record's live checks, and the price, one check on a novel incident, is then at most 1 - MIN_SURE. (Halfway, not
-    twice the base rate: a tenant's dominant cause, at 0.8, could never be twice as likely.)
+    its base rate to certainty (halfway, not twice the base rate: a tenant's dominant cause, at 0.8, could never be
+    twice as likely), unless the base-rate order checks it first anyway, its base rate above every other cause's: such
+    a mark cannot shorten a recurrence and costs a check on every novel incident (openSUSE's replay: a novel question
+    at its dominant cause's 0.93 against a base rate of 0.79 made it 12 checks against the base rates' 11). A tenant
+    of one cause keeps it, at a price of at most 1 - MIN_SURE: the answer has nothing else to say, and its hint
+    carries the record's live checks (the contract's `zh-pool-paraphrase`); so do causes tied at the top, which the
+    planner may check in either order (the contract's `same-alert-different-cause`: two records, one each).
     Why a price on a longer question, not expected checks alone: an agent follows a lead, and a set of marks that
     pays on average by a few large wins makes a third of the investigations longer (32-45% of the questions on
     three fresh sets with `worse_cost` 0); the price is chosen by `replay worse-cost` on questions no constant of
@@ -378,8 +382,9 @@ def choose_evidence(probabilities: Mapping[str, float], priors: Mapping[str, flo
         return (expected_checks(order, probabilities, by_prior, p_new)
                 + worse_cost * worse_probability(order, probabilities, by_prior, p_new))
 
-    chosen: list[str] = [c for c in eligible
-                         if probabilities[c] >= max(MIN_SURE, (1.0 + priors.get(c, 0.0)) / 2.0)]
+    first_anyway = (by_prior[0] if len(by_prior) > 1 and priors[by_prior[0]] > priors[by_prior[1]] else None)
+    chosen: list[str] = [c for c in eligible if c != first_anyway
+                         and probabilities[c] >= max(MIN_SURE, (1.0 + priors.get(c, 0.0)) / 2.0)]
     best = price(chosen)
     while True:
         trials = [(price([*chosen, c]), c) for c in eligible if c not in chosen]
@@ -499,8 +504,9 @@ def floor_pending(model: CausesModel, history: TenantHistory) -> bool:
     tenant's questions follow its approvals within seconds (a team importing its history, the checkers' replays).
     The openSUSE history, replayed that way, warmed up on eleven incidents of one cause, and its third asked
     incident (novel, two new causes approved by then) was answered over no floor at all. Measured now, its floor was
-    0.063 and the question's look-alike of the old cause still stood out (12 checks against the base rates' 11
-    before and after: a floor over 13 records of three causes is the largest of its samples). A tenant of one
+    0.063 and the question's look-alike of the old cause still stood out (a floor over 13 records of three causes is
+    the largest of its samples); what made the replay 12 checks against 11 was the mark of that dominant cause,
+    which `choose_evidence` no longer forces (11 against 11 since 2026-12-05). A tenant of one
     cause keeps answering without a floor: a one-record tenant's paraphrase still gets its hint (CONTRACT's
     `zh-pool-paraphrase`)."""
     return model.young and model.evidence_floor is None and len(history.counts) >= 2
