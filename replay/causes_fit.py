@@ -89,8 +89,8 @@ def tuning_questions(service: BriefingService, tenant: str, pms: list[rw.Postmor
                     evidence = causes.gather(causes.candidate(lived.cause[str(s.facts.family_id)], s)
                                              for s in ranked.candidates if str(s.facts.family_id) in lived.cause)
                     if split in profiles and found.vector is not None and classifiers is not None:
-                        evidence = causes.with_concepts(evidence, concepts(classifiers[split].ratios(found.vector),
-                                                                           profiles[split]))
+                        evidence = causes.with_concepts(evidence, concepts(
+                            classifiers[split].ratios(found.vector, service.lexemes(req)), profiles[split]))
                     out.append(Question(base, evidence, cause=pm.cls if pm.cls in base.counts else NEW))
     return out
 

@@ -28,6 +28,18 @@ their own base rates' 0.60 among five (docs/evaluation.md).
    records: `symptoms.SymptomClassifier.profile`).
 3. scikit-learn's LogisticRegression (lbfgs, multinomial), L2 with C = `C`: chosen on the spent sets (leave one set
    out; C 3, 10, 30 gave 0.58, 0.63, 0.60 among five in English), then fitted once on all of them.
+4. The lexical part (`symptoms.LexicalClassifier`): the same rows' texts through the analyzer (`lexicon.analyze`:
+   stems, jieba words, the alias dictionary's concepts), tf-idf over the lexemes in at least `MIN_DF` rows
+   (scikit-learn's TfidfVectorizer, sublinear tf), a second logistic regression with C = `LEXICAL_C`, its
+   coefficients shipped in tenths (`LEXICAL_SCALE`: at 0.01 or 0.1 the log loss moves by 0.001), mixed with the
+   vectors' distribution at `LEXICAL_WEIGHT`. Chosen in the seventeenth session on fresh7-9 (123 questions, spent,
+   never in the training rows): C 1 / 3 / 10 with the mix weight 0 / 0.2 / 0.3 / 0.5 / 0.7 / 1 and min_df 2 / 3 /
+   5 / 8; C = 10 and w = 0.5 had the lowest log loss in both languages (English 2.410 -> 2.314, Chinese 2.515 ->
+   2.412 at min_df 5; min_df 5 and 8 level, 5 kept more Chinese words). Then asked once of fresh16-23 (459
+   questions, spent, never in the training rows): log loss 2.865 -> 2.807 (English) and 2.918 -> 2.870 (Chinese),
+   the true class first 0.229 -> 0.235 and 0.211 -> 0.224, among five 0.558 -> 0.573 and 0.521 -> 0.560.
+   (A character 2-4-gram version in the fifteenth session gained 0.02-0.04 with 10+ MB of weights; the lexemes
+   carry the alias concepts across the two languages in 3,000 columns.)
 The class shares of the training rows are shipped beside the weights: `SymptomClassifier.ratios` divides them out,
 so the classifier says how much more a class explains the symptoms than it does on average, and the tenant's own base
 rates stay the prior (`causes`).
@@ -46,6 +58,7 @@ import numpy as np
 from replay import realworld as rw
 from services.briefing.embedding import MultilingualE5Embedder
 from services.briefing.semantic import TEXT_LIMIT, model_key
+from services.lexicon.analyzer import analyze
 
 OUT = Path(__file__).resolve().parents[1] / "services" / "briefing" / "data" / "symptoms.json"
 ROLES: tuple[str, ...] = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh10",
@@ -55,6 +68,10 @@ ROLES: tuple[str, ...] = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", 
                           "fresh14_novel", "fresh15_novel")
 C = 10.0
 DIGITS = 5
+LEXICAL_C = 10.0
+LEXICAL_WEIGHT = 0.5
+MIN_DF = 5
+LEXICAL_SCALE = 0.1
 
 
 def passage(pm: rw.Postmortem) -> str:
@@ -66,20 +83,40 @@ def training(pms: list[rw.Postmortem]) -> list[rw.Postmortem]:
 
 
 class Embedded(NamedTuple):
-    """The training incidents and their rows: English and Chinese questions, then passages (`fit`)."""
+    """The training incidents and their rows: English and Chinese questions, then passages (`fit`), with each
+    row's text (the lexical part's input)."""
 
     incidents: list[rw.Postmortem]
     x: np.ndarray
     y: list[str]
     roles: list[str]
+    texts: list[str]
 
 
 def embedded(pms: list[rw.Postmortem], embedder: MultilingualE5Embedder) -> Embedded:
     rows = training(pms)
     questions = [embedder.embed_query(pm.symptoms_in(lang)) for lang in ("en", "zh") for pm in rows]
     passages = embedder.embed([passage(pm) for pm in rows])
+    texts = [pm.symptoms_in(lang) for lang in ("en", "zh") for pm in rows] + [passage(pm) for pm in rows]
     return Embedded(rows, np.vstack([np.stack(questions), passages]), [pm.cls for pm in rows] * 3,
-                    [str(pm.role) for pm in rows] * 3)
+                    [str(pm.role) for pm in rows] * 3, texts)
+
+
+def fit_lexical(texts: list[str], y: list[str], classes: list[str]) -> dict[str, Any]:
+    """The lexical part's document (`symptoms._lexical_of_json`), its classes in `classes`' order."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    vectorizer = TfidfVectorizer(analyzer=analyze, min_df=MIN_DF, sublinear_tf=True)
+    x = vectorizer.fit_transform(texts)
+    model = LogisticRegression(C=LEXICAL_C, max_iter=5000).fit(x, y)
+    if [str(c) for c in model.classes_] != classes:
+        raise ValueError("the lexical classifier's classes are not the vector classifier's")
+    lexemes = [str(t) for t in vectorizer.get_feature_names_out()]
+    return {"min_df": MIN_DF, "C": LEXICAL_C, "weight": LEXICAL_WEIGHT, "scale": LEXICAL_SCALE, "lexemes": lexemes,
+            "idf": [round(float(v), DIGITS) for v in vectorizer.idf_],
+            "intercept": [round(float(b), DIGITS) for b in model.intercept_],
+            "coef": [[int(v) for v in row] for row in np.rint(model.coef_ / LEXICAL_SCALE)]}
 
 
 def fit(data: Embedded, embedding: str, excluded: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -98,7 +135,8 @@ def fit(data: Embedded, embedding: str, excluded: tuple[str, ...] = ()) -> dict[
             "excluded": list(excluded), "classes": classes,
             "shares": [round(shares[c] / len(y), 6) for c in classes],
             "intercept": [round(float(b), DIGITS) for b in model.intercept_],
-            "coef": [[round(float(w), DIGITS) for w in row] for row in model.coef_]}
+            "coef": [[round(float(w), DIGITS) for w in row] for row in model.coef_],
+            "lexical": fit_lexical([data.texts[i] for i in keep], y, classes)}
 
 
 def main() -> None:

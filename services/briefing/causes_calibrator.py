@@ -423,8 +423,8 @@ class CausesCalibrator:
             evidence = causes.gather(causes.candidate(was[str(s.facts.family_id)][1], s) for s in ranked.candidates)
             if profiles is not None and classifier is not None and question.vector is not None \
                     and found.similarities is not None:
-                evidence = causes.with_concepts(evidence, concepts(classifier.ratios(question.vector),
-                                                                   profiles.at(n)))
+                evidence = causes.with_concepts(evidence, concepts(
+                    classifier.ratios(question.vector, svc.lexemes(req)), profiles.at(n)))
             label = None if cause is None else cause if cause in history.counts else NEW
             out.append(Question(history, evidence, cause=label, refuted=refuted if refuted in history.counts else None,
                                 near=walk.sharing(req.services)))

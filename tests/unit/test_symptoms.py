@@ -56,6 +56,56 @@ def test_inconsistent_data_is_refused() -> None:
         of_json({"embedding": "toy", "classes": ["a", "b"], "shares": [0.5, 0.5], "coef": [[1.0]], "intercept": [0.0]})
 
 
+def toy_with_words(weight: float = 0.5) -> SymptomClassifier:
+    # the same vectors, and words: "x509" points at cert, "enospc" at disk, "concept:timeout" at neither
+    doc = {"embedding": "toy", "classes": ["cert", "disk", "other"], "shares": [0.25, 0.25, 0.5],
+           "coef": [[4.0, 0.0], [0.0, 4.0], [0.0, 0.0]], "intercept": [0.0, 0.0, 0.5],
+           "lexical": {"lexemes": ["x509", "enospc", "concept:timeout"], "idf": [2.0, 2.0, 1.0], "scale": 0.1,
+                       "weight": weight, "intercept": [0.0, 0.0, 0.0],
+                       "coef": [[60, -20, 0], [-20, 60, 0], [0, 0, 10]]}}
+    return of_json(doc)
+
+
+def test_the_question_s_words_move_its_classes_and_unknown_words_leave_the_vector_alone() -> None:
+    clf = toy_with_words()
+    q = np.array([0.0, 0.0], dtype=np.float32)  # the vector says nothing of cert or disk
+    alone = clf.question_probabilities(q)
+    assert np.allclose(alone, clf.probabilities(q)[0])
+    assert np.allclose(clf.question_probabilities(q, ["never-seen", "words"]), alone)
+    cert = clf.question_probabilities(q, ["x509", "never-seen"])
+    disk = clf.question_probabilities(q, ["enospc"])
+    assert np.isclose(cert.sum(), 1.0) and np.isclose(disk.sum(), 1.0)
+    assert cert[0] > alone[0] and cert[0] > cert[1]
+    assert disk[1] > alone[1] and disk[1] > disk[0]
+    assert np.allclose(clf.ratios(q, ["x509"]), cert / np.array([0.25, 0.25, 0.5]))
+
+
+def test_the_mix_is_geometric_at_the_shipped_weight() -> None:
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    vector = toy_with_words(0.0).question_probabilities(q, ["enospc"])
+    assert np.allclose(vector, toy_with_words(0.0).probabilities(q)[0])  # weight 0: the words count for nothing
+    words = toy_with_words(1.0).question_probabilities(q, ["enospc"])
+    half = toy_with_words(0.5).question_probabilities(q, ["enospc"])
+    expected = np.sqrt(vector * words)
+    assert np.allclose(half, expected / expected.sum())
+    # tf-idf as scikit-learn computes it: sublinear tf, L2 norm; a repeated lexeme weighs 1 + log 2
+    lexical = toy_with_words().lexical
+    assert lexical is not None
+    once, twice = lexical.log_probabilities(["x509", "enospc"]), lexical.log_probabilities(["x509", "x509", "enospc"])
+    assert once is not None and twice is not None and twice[0] - twice[1] > once[0] - once[1]
+
+
+def test_an_inconsistent_lexical_part_is_refused() -> None:
+    doc = {"embedding": "toy", "classes": ["a", "b"], "shares": [0.5, 0.5], "coef": [[1.0], [0.0]],
+           "intercept": [0.0, 0.0], "lexical": {"lexemes": ["w"], "idf": [1.0], "scale": 0.1, "weight": 0.5,
+                                                "intercept": [0.0, 0.0], "coef": [[1]]}}
+    with pytest.raises(ValueError, match="lexical"):
+        of_json(doc)
+    doc["lexical"] = {**doc["lexical"], "coef": [[1], [0]], "weight": 1.5}  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match="weight"):
+        of_json(doc)
+
+
 def test_the_shipped_classifier_reads_the_served_embedding() -> None:
     """The shipped data is for the served e5 model's vectors; nothing is shipped for the lexical ranking."""
     shipped = symptoms.shipped_classifiers()
@@ -66,6 +116,11 @@ def test_the_shipped_classifier_reads_the_served_embedding() -> None:
     assert np.isclose(clf.shares.sum(), 1.0, atol=1e-4)
     assert {"certificate_expired", "disk_space_exhausted", "dns_failure"} <= set(clf.classes)
     assert symptoms.shipped_classifier(None) is None and symptoms.shipped_classifier("lexical") is None
+    # its lexical part reads the analyzer's lexemes, the alias concepts among them, in both languages
+    assert clf.lexical is not None and clf.lexical.coef.shape == (len(clf.classes), len(clf.lexical.index))
+    assert 0.0 < clf.lexical.weight < 1.0
+    assert any(t.startswith("concept:") for t in clf.lexical.index)
+    assert any("\u4e00" <= t[0] <= "\u9fff" for t in clf.lexical.index)
 
 
 def test_the_shipped_key_is_the_semantic_index_key() -> None:
