@@ -32,7 +32,7 @@ their own base rates' 0.60 among five (docs/evaluation.md).
    stems, jieba words, the alias dictionary's concepts), tf-idf over the lexemes in at least `MIN_DF` rows
    (scikit-learn's TfidfVectorizer, sublinear tf), a second logistic regression with C = `LEXICAL_C`, its
    coefficients shipped in tenths (`LEXICAL_SCALE`: at 0.01 or 0.1 the log loss moves by 0.001), mixed with the
-   vectors' distribution at `LEXICAL_WEIGHT`. Chosen in the seventeenth session on fresh7-9 (123 questions, spent,
+   vectors' distribution at `LEXICAL_WEIGHT`. Chosen in the sixteenth session on fresh7-9 (123 questions, spent,
    never in the training rows): C 1 / 3 / 10 with the mix weight 0 / 0.2 / 0.3 / 0.5 / 0.7 / 1 and min_df 2 / 3 /
    5 / 8; C = 10 and w = 0.5 had the lowest log loss in both languages (English 2.410 -> 2.314, Chinese 2.515 ->
    2.412 at min_df 5; min_df 5 and 8 level, 5 kept more Chinese words). Then asked once of fresh16-23 (459
