@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from schemas.api import BriefingRequest
 from services.briefing import history, symptoms
 from services.briefing.causes_calibrator import Lived, LivedProfiles
 from services.briefing.embedding import MultilingualE5Embedder
@@ -89,12 +90,19 @@ def test_causes_reach_the_classifier_through_their_records(tenant_client: Tenant
         assert top["tls-expiry"] == "certificate_expired"
         assert top["full-volume"] == "disk_space_exhausted"
 
-        question = semantic.embed_question("checkout calls to the payments gateway fail: certificate verify failed, "
-                                           "expired")
+        text = "checkout calls to the payments gateway fail: certificate verify failed, expired"
+        question = semantic.embed_question(text)
         assert question is not None
         concept = symptoms.concepts(classifier.ratios(question), got.profiles)
         assert max(concept, key=lambda c: concept[c]) == "tls-expiry" and concept["tls-expiry"] > 0
         assert concept["full-volume"] < 0
+        # the question's own words (the analyzer's lexemes, as a briefing reads them) say the same, more surely
+        words = BriefingService.lexemes(BriefingRequest(text=text))
+        cert = classifier.classes.index("certificate_expired")
+        vector_alone = classifier.question_probabilities(question)
+        assert classifier.question_probabilities(question, words)[cert] > vector_alone[cert]
+        worded = symptoms.concepts(classifier.ratios(question, words), got.profiles)
+        assert max(worded, key=lambda c: worded[c]) == "tls-expiry" and worded["full-volume"] < 0
 
         other = getattr(tenant_client(), "tenant")  # noqa: B009
         with db.tenant_transaction(other) as cur:  # RLS: another tenant's profiles are empty
