@@ -116,12 +116,6 @@ def query_tokens(text: str) -> tuple[str, ...]:
     return tuple(analyze(text)) if text.strip() else ()
 
 
-def question_lexemes(req: BriefingRequest) -> tuple[str, ...]:
-    """The lexemes of what the question's vector says (`semantic_query_text`): the symptom classifier's lexical
-    part reads them beside the vector."""
-    return query_tokens(semantic_query_text(req))
-
-
 def build_query(req: BriefingRequest) -> tuple[RankQuery, list[str]]:
     tokens = list(query_tokens(query_text(req)))
     q = RankQuery(alert=req.alert.name if req.alert else None, services=frozenset(req.services),
@@ -273,8 +267,9 @@ class BriefingService:
 
     @staticmethod
     def lexemes(req: BriefingRequest) -> tuple[str, ...]:
-        """`question_lexemes`: what the symptom classifier's lexical part reads of a question."""
-        return question_lexemes(req)
+        """The lexemes of what the question's vector says (`semantic_query_text`): the symptom classifier's lexical
+        part reads them beside the vector (the briefing, the calibrator's lived questions, `replay causes-fit`)."""
+        return query_tokens(semantic_query_text(req))
 
     def embed_alongside(self, req: BriefingRequest, tenant: str) -> Embedded | Future[Embedded]:
         """`embed`, started on the service's question-embedding threads when it has work to do (a question with
@@ -376,7 +371,7 @@ class BriefingService:
             profiles = self.profiles.get(cur, tenant, principal.project, found.stats.docs, self.semantic.model,
                                          history, classifier)
             evidence = cause_model.with_concepts(evidence, concepts(
-                classifier.ratios(found.vector, question_lexemes(req)), profiles.profiles))
+                classifier.ratios(found.vector, self.lexemes(req)), profiles.profiles))
             members = profiles.members
         name = policy.model.name
         model = self.causes_calibrator.model(cur, tenant, name, history.history.records)

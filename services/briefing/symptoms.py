@@ -90,10 +90,11 @@ class SymptomClassifier:
         """P(class | question): its vector's, mixed with its lexemes' when the classifier has a lexical part and
         the question a known lexeme (module docstring)."""
         p: NDArray[np.float64] = self.probabilities(question)[0]
-        words = None if self.lexical is None else self.lexical.log_probabilities(lexemes)
-        if words is None or self.lexical is None:
+        lexical = self.lexical
+        words = None if lexical is None else lexical.log_probabilities(lexemes)
+        if lexical is None or words is None:
             return p
-        w = self.lexical.weight
+        w = lexical.weight
         z = (1.0 - w) * np.log(np.maximum(p, 1e-300)) + w * words
         z -= z.max()
         mixed = np.exp(z)
