@@ -43,7 +43,7 @@ from services.briefing.embedding import MultilingualE5Embedder
 from services.briefing.rank import rank
 from services.briefing.semantic import SemanticIndex, model_key
 from services.briefing.service import BriefingService
-from services.briefing.symptoms import SymptomClassifier, concepts
+from services.briefing.symptoms import SymptomClassifier, concepts, novel_concept
 from services.cli.client import OpsloreClient
 from services.common.auth import Principal
 from services.common.db import Database
@@ -61,7 +61,7 @@ HELD = 1e9  # the precision that holds a weight at its centre (0)
 def precisions() -> list[float]:
     """The shipped fit's prior precision per parameter: weak everywhere but on the identity weight, which the
     corpus cannot weigh (`causes.IDENTITY_WEIGHT`)."""
-    return [causes.IDENTITY_PRECISION if f == "identity" else PRECISION for f in causes.FEATURES] + [PRECISION] * 2
+    return [causes.IDENTITY_PRECISION if f == "identity" else PRECISION for f in causes.FEATURES] + [PRECISION] * 3
 
 
 def tuning_questions(service: BriefingService, tenant: str, pms: list[rw.Postmortem],
@@ -73,7 +73,7 @@ def tuning_questions(service: BriefingService, tenant: str, pms: list[rw.Postmor
     with service.db.tenant_transaction(tenant) as cur:
         lived = Lived.read(cur)
         cause_history = history.read(cur, None)
-        profiles = {split: history.read_profiles(cur, service.semantic.model, None, cause_history, clf).profiles
+        profiles = {split: history.read_profiles(cur, service.semantic.model, None, cause_history, clf)
                     for split, clf in (classifiers or {}).items() if service.semantic is not None}
     base = TenantHistory.of_sequence(lived.causes)
     out = []
@@ -89,8 +89,10 @@ def tuning_questions(service: BriefingService, tenant: str, pms: list[rw.Postmor
                     evidence = causes.gather(causes.candidate(lived.cause[str(s.facts.family_id)], s)
                                              for s in ranked.candidates if str(s.facts.family_id) in lived.cause)
                     if split in profiles and found.vector is not None and classifiers is not None:
-                        evidence = causes.with_concepts(evidence, concepts(
-                            classifiers[split].ratios(found.vector, service.lexemes(req)), profiles[split]))
+                        clf = classifiers[split]
+                        ratios = clf.ratios(found.vector, service.lexemes(req))
+                        evidence = causes.with_concepts(evidence, concepts(ratios, profiles[split].profiles),
+                                                        novel_concept(ratios, profiles[split].covered, clf.shares))
                     out.append(Question(base, evidence, cause=pm.cls if pm.cls in base.counts else NEW))
     return out
 
@@ -141,6 +143,7 @@ def run(settings: Settings, progress: Callable[[str], None] = lambda _: None, ou
             if index is not None:  # a young tenant's: the same fit with the concept held at 0
                 held = precisions()
                 held[causes.FEATURES.index("concept")] = HELD
+                held[-1] = HELD  # the novel outcome's concept weight
                 plain = causes.fit(questions, CausesModel(), precision=held, source="shipped")
                 models[key + causes.WITHOUT_CONCEPT] = shipped(plain)
             report[key] = {"lived": evaluate(lived, {"base_rates": CausesModel.base_rates(), "fitted": fitted}),

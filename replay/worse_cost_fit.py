@@ -25,6 +25,8 @@ live stack once and replays the decision rule over the answers for every price o
    3.0; the first runs of fresh19-21 then made 12-16% of the English questions worse again, and the later sets are
    harder: at 3.0 their pooled checks were 0.95x against the older pool's 0.84x. From 2026-12-05 the pool holds all
    nine spent sets the fits never saw, 518 questions.)
+Beside the grid, `forecast`: per condition, the answers' Brier skill against the base rates and novelty's AUC, at no
+price (a second look on spent sets, for choosing between designs of the probabilities, never a held-out figure).
 The tenant's guard (`causes.evidence_pays`) still judges its evidence: the expected-checks rule must show it carries
 information, and the answer at the price in force must not lengthen the tenant's newest lived questions; a tenant
 that fails either answers with its base rates whatever the price. A tenant too young to judge answers at the same
@@ -44,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from replay import realworld as rw
-from replay.outcome import planned
+from replay.outcome import auc, planned
 from services.briefing import causes
 from services.briefing.causes import NEW, TenantHistory
 from services.cli.client import OpsloreClient
@@ -130,6 +132,23 @@ def price_point(answered: Sequence[Answered], priors: Mapping[str, float], worse
                       novel_marks / novel if novel else 0.0, hit / recurrences if recurrences else 0.0, by_language)
 
 
+def forecast(answered: Sequence[Answered], priors: Mapping[str, float], p_new: float) -> dict[str, Any]:
+    """What the answers say apart from any price, per condition: the mean Brier score of the causes' distribution
+    (every category's probability and `novelty`) against the base-rate forecaster's, its skill, and how well
+    `novelty` ranks the novel questions above the recurring ones (AUC). The pool is spent: a second look, for
+    choosing between designs, not a held-out figure."""
+    out: dict[str, Any] = {}
+    for condition in sorted({a.condition for a in answered}):
+        group = [a for a in answered if a.condition == condition]
+        ours = sum(causes.brier(a.probabilities, a.novelty, a.truth) for a in group) / len(group)
+        base = sum(causes.brier(priors, p_new, a.truth) for a in group) / len(group)
+        score = auc([a.novelty for a in group if a.truth == NEW], [a.novelty for a in group if a.truth != NEW])
+        out[condition] = {"questions": len(group), "brier": round(ours, 4), "brier_base_rates": round(base, 4),
+                          "brier_skill": round(1.0 - ours / base, 4) if base else None,
+                          "novelty_auc": None if score is None else round(score, 3)}
+    return out
+
+
 def choose(points: Sequence[PricePoint], target: float = TARGET_WORSE) -> PricePoint:
     """The smallest price whose upper bound of questions made worse is at most `target` (the largest of the grid
     when none is)."""
@@ -161,7 +180,7 @@ def main(url: str, admin_token: str, progress: Callable[[str], None] = lambda _:
     rw.learn_history(client, pms, progress)
     calibration = client.calibrate_causes()
     history = TenantHistory.of_sequence([pm.cls for pm in sorted(rw.history(pms), key=lambda p: (p.date, p.id))])
-    priors, _ = history.priors()
+    priors, p_new = history.priors()
     answered = ask(client, pms, history, progress)
     points = [price_point(answered, priors, w) for w in GRID]
     chosen = choose(points)
@@ -172,6 +191,7 @@ def main(url: str, admin_token: str, progress: Callable[[str], None] = lambda _:
            "worse_cost": chosen.worse_cost, "fitted_at": datetime.now(UTC).date().isoformat(),
            "splits": list(SPLITS), "answers": len(answered), "questions": len({a.question for a in answered}),
            "target_worse": TARGET_WORSE, "guard": calibration.get("report", {}),
+           "forecast": forecast(answered, priors, p_new),
            "grid": [p.to_json() for p in points]}
     OUT.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return doc

@@ -45,7 +45,7 @@ from services.briefing.calibrator import question_of
 from services.briefing.causes import NEW, CausesModel, Question, TenantHistory
 from services.briefing.history import MEMBERS_CAP, group_uncategorised
 from services.briefing.rank import rank
-from services.briefing.symptoms import SymptomClassifier, concepts, shipped_classifier
+from services.briefing.symptoms import SymptomClassifier, concepts, novel_concept, shipped_classifier
 from services.briefing.tenant_runs import TenantRuns
 from services.briefing.vectors import array_vector
 from services.common.auth import Principal
@@ -144,6 +144,14 @@ class LivedProfiles:
         np.add.at(sums, which[kept], self.probabilities[lo:hi][kept])
         counts = np.bincount(which[kept], minlength=len(self.causes))
         return {self.causes[c]: sums[c] / counts[c] for c in np.flatnonzero(counts)}
+
+    def covered_at(self, n: int) -> NDArray[np.bool_]:
+        """The classes some record before the n-th lived version is read as, over the same window as `at`."""
+        lo, hi = max(self.since, n - MEMBERS_CAP) - self.since, max(0, min(n, len(self.lived.rows)) - self.since)
+        kept = self.cause_of_row[lo:hi] >= 0
+        out = np.zeros(self.probabilities.shape[1], dtype=bool)
+        out[self.probabilities[lo:hi][kept].argmax(axis=1)] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -423,8 +431,9 @@ class CausesCalibrator:
             evidence = causes.gather(causes.candidate(was[str(s.facts.family_id)][1], s) for s in ranked.candidates)
             if profiles is not None and classifier is not None and question.vector is not None \
                     and found.similarities is not None:
-                evidence = causes.with_concepts(evidence, concepts(
-                    classifier.ratios(question.vector, svc.lexemes(req)), profiles.at(n)))
+                ratios = classifier.ratios(question.vector, svc.lexemes(req))
+                evidence = causes.with_concepts(evidence, concepts(ratios, profiles.at(n)), novel_concept(
+                    ratios, profiles.covered_at(n), classifier.shares))
             label = None if cause is None else cause if cause in history.counts else NEW
             out.append(Question(history, evidence, cause=label, refuted=refuted if refuted in history.counts else None,
                                 near=walk.sharing(req.services)))

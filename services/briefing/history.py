@@ -170,6 +170,7 @@ class CauseProfiles:
 
     profiles: dict[str, NDArray[np.float64]]
     members: dict[str, tuple[str, ...]]
+    covered: NDArray[np.bool_]  # the classes some record is read as (`SymptomClassifier.covered`)
 
 
 def read_profiles(cur: Cursor, model: str, project: str | None, history: CauseHistory,
@@ -187,7 +188,9 @@ def read_profiles(cur: Cursor, model: str, project: str | None, history: CauseHi
             continue
         pairs += [(cause, vector)] * int(r["n"])
         members.setdefault(cause, []).append(r["family_id"])
-    return CauseProfiles(classifier.profiles(pairs), {c: tuple(f[:10]) for c, f in members.items()})
+    readings = classifier.probabilities(np.stack([v for _, v in pairs])) if pairs else np.zeros((0, 1))
+    return CauseProfiles(classifier.profiles(pairs), {c: tuple(f[:10]) for c, f in members.items()},
+                         classifier.covered(readings))
 
 
 class CauseProfileCache:

@@ -47,7 +47,7 @@ from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank, 
 from services.briefing.render import render
 from services.briefing.semantic import RECALL_K, SemanticIndex
 from services.briefing.settler import CommitSettler
-from services.briefing.symptoms import concepts, shipped_classifier
+from services.briefing.symptoms import concepts, novel_concept, shipped_classifier
 from services.briefing.vectors import SemanticIndexNotReady
 from services.briefing.warnings import WarningContext, warnings_for
 from services.common import logs
@@ -370,8 +370,9 @@ class BriefingService:
         if classifier is not None and found.vector is not None and self.semantic is not None:
             profiles = self.profiles.get(cur, tenant, principal.project, found.stats.docs, self.semantic.model,
                                          history, classifier)
-            evidence = cause_model.with_concepts(evidence, concepts(
-                classifier.ratios(found.vector, self.lexemes(req)), profiles.profiles))
+            ratios = classifier.ratios(found.vector, self.lexemes(req))
+            evidence = cause_model.with_concepts(evidence, concepts(ratios, profiles.profiles), novel_concept(
+                ratios, profiles.covered, classifier.shares))
             members = profiles.members
         name = policy.model.name
         model = self.causes_calibrator.model(cur, tenant, name, history.history.records)
@@ -397,6 +398,7 @@ class BriefingService:
                 "worse_cost": m.worse_cost, "probabilities": dict(answer.posterior),
                 "supported": list(answer.supported),
                 "features": {c: dict(zip(cause_model.FEATURES, v, strict=True)) for c, v in answer.features},
+                "novel_concept": answer.novel_concept,
                 "basis_rule": "evidence: the causes whose checking first lowers the planner's expected checks "
                               "(evidence causes, then the rest by base rate) plus worse_cost times the chance "
                               "that checking them first makes the investigation longer, under these probabilities"}

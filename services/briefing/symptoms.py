@@ -22,6 +22,13 @@ two, P ~ P_vector^(1-w) P_lexemes^w with the shipped w: on the spent sets neithe
 questions), it lowers the log loss of the true class from 2.865 to 2.807 (English) and 2.918 to 2.870 (Chinese) and
 ranks it first 0.229 -> 0.235 and 0.211 -> 0.224 (`replay/symptom_fit.py` says how w, C and min_df were chosen).
 A record's profile stays the vectors' alone: its stored vector is what each lived and served briefing reads.
+
+The novel outcome has a concept too (`novel_concept`): the same log ratio over the classes the tenant's history
+lacks, those no record of it is read as (its most probable class). Without it, a question about a kind of incident
+the tenant never had could only lower every known cause's concept; with it, the classifier's reading that the
+symptoms are of such a kind raises the novel outcome, at its own weight (`causes.CausesModel.novel_concept`).
+(Coverage by the profiles themselves, each class's share less the base-rate-weighted profiles, says little: a
+profile is a mean of soft readings, about 1.04 times a covered class's share and 0.93 times an uncovered one's.)
 """
 
 from __future__ import annotations
@@ -108,6 +115,14 @@ class SymptomClassifier:
         """A category's class distribution: the mean over its records' vectors."""
         return np.asarray(self.probabilities(vectors).mean(axis=0))
 
+    def covered(self, probabilities: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """The classes some record is read as (the most probable class of a row of `probabilities`, one row per
+        record): what the tenant's history has seen, for `novel_concept`."""
+        out = np.zeros(len(self.classes), dtype=bool)
+        if len(probabilities):
+            out[np.asarray(probabilities).argmax(axis=1)] = True
+        return out
+
     def profiles(self, members: Iterable[tuple[str, NDArray[np.float32]]]) -> dict[str, NDArray[np.float64]]:
         """`profile` per category of (category, record vector) pairs (a record of several incidents counts once per
         incident when it is listed once per incident)."""
@@ -120,6 +135,21 @@ class SymptomClassifier:
 def concepts(ratios: NDArray[np.float64], profiles: Mapping[str, NDArray[np.float64]]) -> dict[str, float]:
     """The concept of each category for a question (module docstring): log (ratios . its profile)."""
     return {c: math.log(max(float(ratios @ p), RATIO_FLOOR)) for c, p in profiles.items()}
+
+
+def novel_concept(ratios: NDArray[np.float64], covered: NDArray[np.bool_], shares: NDArray[np.float64]
+                  ) -> float | None:
+    """The concept of a cause the tenant has not seen (module docstring): log sum_k ratio_k u_k over the classes no
+    record of the tenant's history is read as (`covered`: `SymptomClassifier.covered`), u_k their training shares,
+    normalised. A question the classifier reads as such a class gets a high one. None when the history covers every
+    class or has no record (nothing to tell a new kind of incident from)."""
+    if not covered.any():
+        return None
+    lacking = np.where(covered, 0.0, shares)
+    mass = float(lacking.sum())
+    if mass <= 1e-9:
+        return None
+    return math.log(max(float(ratios @ lacking) / mass, RATIO_FLOOR))
 
 
 def of_json(doc: Mapping[str, object]) -> SymptomClassifier:

@@ -256,11 +256,12 @@ def simulated(model: CausesModel, n: int, seed: int) -> list[Question]:
 
 def test_the_fit_recovers_the_model_that_generated_the_questions() -> None:
     truth = CausesModel(weights=(-1.0, 1.2, 0.0, 0.8), novel_bias=0.3, novel_relevance=0.0)
-    fitted = fit(simulated(truth, 3000, seed=1), CausesModel.base_rates(), precision=[1.0, 1.0, 1e6, 1.0, 1.0, 1.0])
+    precision = [1.0, 1.0, 1e6, 1.0, 1.0, 1.0, 1.0]
+    fitted = fit(simulated(truth, 3000, seed=1), CausesModel.base_rates(), precision=precision)
     assert fitted.weights[1] == pytest.approx(1.2, abs=0.25)
     assert fitted.weights[3] == pytest.approx(0.8, abs=0.2)
     assert fitted.novel_bias == pytest.approx(0.3, abs=0.5)
-    again = fit(simulated(truth, 3000, seed=1), CausesModel.base_rates(), precision=[1.0, 1.0, 1e6, 1.0, 1.0, 1.0])
+    again = fit(simulated(truth, 3000, seed=1), CausesModel.base_rates(), precision=precision)
     assert again == fitted  # deterministic
 
 
@@ -672,3 +673,53 @@ def test_a_concept_alone_backs_a_cause_no_ranked_record_backs() -> None:
     assert "b" not in causes.supported(evidence, {}, model)
     # `explain` shows what each cause's evidence was: the features its probability came from
     assert dict(ans.features)["c"] == (0.0, 0.0, 0.0, 2.5) and dict(ans.features)["a"][3] == -1.0
+
+
+def test_the_novel_outcome_s_concept_raises_novelty_at_its_own_weight() -> None:
+    """`with_concepts(..., novel=)` keeps the novel outcome's concept under NEW: the symptoms reading as a kind of
+    incident the tenant never had raise `novelty` (at the model's `novel_concept` weight), and NEW is never a cause
+    to mark, hint or explain as one."""
+    h = TenantHistory({"a": 10, "b": 10, "c": 10})
+    model = CausesModel(weights=(0.0, 1.0, causes.IDENTITY_WEIGHT, 1.0), novel_concept=1.5)
+    plain = causes.with_concepts({"a": ev(0.05, families=("fa",))}, {"a": 0.2, "b": -0.5, "c": -0.5})
+    unseen = causes.with_concepts({"a": ev(0.05, families=("fa",))}, {"a": 0.2, "b": -0.5, "c": -0.5}, novel=2.0)
+    familiar = causes.with_concepts({"a": ev(0.05, families=("fa",))}, {"a": 0.2, "b": -0.5, "c": -0.5}, novel=-2.0)
+    _, n_plain = posterior(h, plain, model)
+    p_unseen, n_unseen = posterior(h, unseen, model)
+    _, n_familiar = posterior(h, familiar, model)
+    assert n_familiar < n_plain < n_unseen
+    assert sum(p_unseen.values()) + n_unseen == pytest.approx(1.0)
+    # the shift is the concept weight times the novel concept, in log odds of NEW against any cause
+    p_plain, _ = posterior(h, plain, model)
+    assert math.log(n_unseen / p_unseen["a"]) - math.log(n_plain / p_plain["a"]) == pytest.approx(1.5 * 2.0)
+    assert NEW not in causes.supported(unseen, {}, model)
+    ans = answer(h, unseen, model)
+    assert NEW not in dict(ans.features) and all(c.category != NEW for c in ans.causes)
+    assert ans.novel_concept == 2.0 and answer(h, plain, model).novel_concept is None
+    # without its weight (a young tenant's model, or one stored before it existed) it says nothing
+    young = CausesModel.from_json({k: v for k, v in model.to_json().items() if k != "novel_concept"})
+    assert young.novel_concept == 0.0 and CausesModel.from_json(model.to_json()) == model
+    assert posterior(h, unseen, young)[1] == pytest.approx(posterior(h, plain, young)[1])
+    # a later call without it drops it, as it drops any stale concept
+    assert NEW not in causes.with_concepts(unseen, {"a": 0.2})
+
+
+def test_the_fit_s_gradient_includes_the_novel_outcome_s_concept() -> None:
+    """The log posterior's gradient (`causes._gradient`) against central differences, on questions whose novel
+    outcome carries a concept (its own weight, the last parameter)."""
+    rng = random.Random(3)
+    h = TenantHistory({"a": 6, "b": 3, "c": 2})
+    questions = []
+    for i in range(12):
+        evidence = causes.with_concepts({"a": ev(rng.random() * 0.3, families=("fa",))},
+                                        {c: rng.uniform(-2, 2) for c in ("a", "b", "c")}, novel=rng.uniform(-2, 2))
+        questions.append(Question(h, evidence, cause=("a", "b", "c", NEW)[i % 4]))
+    theta = np.array([0.3, 0.8, 1.0, 0.7, -0.2, 0.5, 0.9])
+    centre, precision = np.zeros(7), np.ones(7)
+    _, grad, _ = causes._gradient(theta, questions, centre, precision)
+    for j in range(7):
+        step = np.zeros(7)
+        step[j] = 1e-5
+        up = causes._gradient(theta + step, questions, centre, precision)[0]
+        down = causes._gradient(theta - step, questions, centre, precision)[0]
+        assert grad[j] == pytest.approx((up - down) / 2e-5, rel=1e-4, abs=1e-6)

@@ -150,3 +150,21 @@ def test_lived_profiles_are_the_mean_over_the_newest_versions_before_each_questi
     assert np.allclose(at6["a"], [0.2, 0.8]) and np.allclose(at6["b"], [1.0, 0.0])
     later = LivedProfiles(lived, 2, ["a", "b"], which[2:], p[2:])  # read from version 2 on: the same window
     assert all(np.allclose(later.at(6)[c], at6[c]) for c in at6)
+
+
+def test_the_novel_outcome_s_concept_is_high_for_symptoms_of_a_class_the_tenant_lacks() -> None:
+    """`novel_concept`: the log ratio over the classes no record of the tenant is read as (`covered`). A tenant of
+    certificate incidents only: disk symptoms read as new, certificate ones as familiar; a history of no record, or
+    one that covers every class, says nothing."""
+    clf = toy()
+    records = clf.probabilities(np.array([[1.0, 0.0], [0.9, 0.1]], dtype=np.float32))
+    covered = clf.covered(records)
+    assert covered.tolist() == [True, False, False]
+    disk = symptoms.novel_concept(clf.ratios(np.array([0.0, 1.0], dtype=np.float32)), covered, clf.shares)
+    cert = symptoms.novel_concept(clf.ratios(np.array([1.0, 0.0], dtype=np.float32)), covered, clf.shares)
+    assert disk is not None and cert is not None
+    assert disk > 0 > cert
+    nothing = clf.covered(np.zeros((0, 3)))
+    assert symptoms.novel_concept(clf.ratios(np.array([0.0, 1.0], dtype=np.float32)), nothing, clf.shares) is None
+    every = np.ones(3, dtype=bool)
+    assert symptoms.novel_concept(clf.ratios(np.array([0.0, 1.0], dtype=np.float32)), every, clf.shares) is None

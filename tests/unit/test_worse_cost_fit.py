@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from replay.worse_cost_fit import Answered, PricePoint, choose, price_point
+from replay.worse_cost_fit import Answered, PricePoint, choose, forecast, price_point
 from services.briefing.causes import NEW
 
 PRIORS = {c: 0.15 for c in "abcdef"}  # even base rates: the base-rate order is a, b, c, d, e, f
@@ -54,3 +54,15 @@ def test_the_bound_the_pick_reads_is_the_worse_language_not_their_average() -> N
     assert languages["en"][0] == pytest.approx(0.4) and languages["zh"] == (0.0, 0.0)
     assert point.worse_share == pytest.approx(0.2)  # pooled over the four conditions
     assert point.worse_upper90 == pytest.approx(languages["en"][1]) and point.worse_upper90 > 0.4
+
+
+def test_the_forecast_scores_the_probabilities_against_the_base_rates_and_novelty_s_ranking() -> None:
+    """`forecast`, per condition: Brier skill above 0 when the raised cause was the truth, below when it was not;
+    novelty's AUC 1 when every novel question had a higher novelty than every recurring one."""
+    right = [answered("q1", "en", "e", 0.55), answered("q2", "en", "e", 0.6)]
+    wrong = [answered("q1", "zh", "a", 0.55), answered("q2", "zh", "b", 0.6)]
+    novel = [Answered("q3", c, NEW, {c2: 0.1 for c2 in "abcdef"}, 0.4, ()) for c in ("en", "zh")]
+    got = forecast([*right, *wrong, *novel], PRIORS, 0.1)
+    assert got["en"]["questions"] == 3 and got["en"]["brier_skill"] > 0 > got["zh"]["brier_skill"]
+    assert got["en"]["novelty_auc"] == 1.0 == got["zh"]["novelty_auc"]
+    assert got["en"]["brier_base_rates"] == got["zh"]["brier_base_rates"]
