@@ -240,7 +240,7 @@ class CausesModel:
         values = [round(float(t), 6) for t in theta]
         k = len(FEATURES)
         return cls(weights=tuple(values[:k]), novel_bias=values[k], novel_relevance=values[k + 1],
-                   novel_concept=values[k + 2] if len(values) > k + 2 else 0.0, source=source,
+                   novel_concept=values[k + 2], source=source,
                    questions=questions, service_beta=service_beta, evidence_floor=evidence_floor,
                    worse_cost=worse_cost, young=young)
 
@@ -344,8 +344,7 @@ def _design(history: TenantHistory, evidence: Mapping[str, CauseEvidence], near:
 
 def _probabilities(theta: np.ndarray, logs: np.ndarray, x: np.ndarray, best: np.ndarray) -> np.ndarray:
     k = len(FEATURES)
-    w, b, v = theta[:k], theta[k], theta[k + 1]
-    z = theta[k + 2] if len(theta) > k + 2 else 0.0
+    w, b, v, z = theta[:k], theta[k], theta[k + 1], theta[k + 2]
     u = logs.copy()
     u[:-1] += x @ w
     u[-1] += b + v * best[0] + z * best[1]

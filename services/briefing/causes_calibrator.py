@@ -134,23 +134,29 @@ class LivedProfiles:
             cause_of_row[held] = [index[lived.causes[since + i]] for i in held]
         return cls(lived, since, causes, cause_of_row, probabilities)
 
-    def at(self, n: int) -> dict[str, NDArray[np.float64]]:
+    def _window(self, n: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """The causes and class probabilities of the rows (with a vector) a briefing before the n-th lived version
+        read: the newest `MEMBERS_CAP` before it."""
         lo, hi = max(self.since, n - MEMBERS_CAP) - self.since, max(0, min(n, len(self.lived.rows)) - self.since)
         which = self.cause_of_row[lo:hi]
         kept = which >= 0
-        if not kept.any():
+        return which[kept], self.probabilities[lo:hi][kept]
+
+    def at(self, n: int) -> dict[str, NDArray[np.float64]]:
+        which, readings = self._window(n)
+        if not len(which):
             return {}
         sums = np.zeros((len(self.causes), self.probabilities.shape[1]))
-        np.add.at(sums, which[kept], self.probabilities[lo:hi][kept])
-        counts = np.bincount(which[kept], minlength=len(self.causes))
+        np.add.at(sums, which, readings)
+        counts = np.bincount(which, minlength=len(self.causes))
         return {self.causes[c]: sums[c] / counts[c] for c in np.flatnonzero(counts)}
 
     def covered_at(self, n: int) -> NDArray[np.bool_]:
-        """The classes some record before the n-th lived version is read as, over the same window as `at`."""
-        lo, hi = max(self.since, n - MEMBERS_CAP) - self.since, max(0, min(n, len(self.lived.rows)) - self.since)
-        kept = self.cause_of_row[lo:hi] >= 0
+        """The classes some record before the n-th lived version is read as (`SymptomClassifier.covered`), over the
+        same window as `at`."""
+        _, readings = self._window(n)
         out = np.zeros(self.probabilities.shape[1], dtype=bool)
-        out[self.probabilities[lo:hi][kept].argmax(axis=1)] = True
+        out[readings.argmax(axis=1)] = True
         return out
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from services.briefing.causes import TenantHistory
-from services.briefing.symptoms import SymptomClassifier
+from services.briefing.symptoms import SymptomClassifier, profiles_of
 from services.briefing.vectors import array_vector
 from services.common.db import Cursor
 from services.lexicon.analyzer import analyze
@@ -188,8 +188,9 @@ def read_profiles(cur: Cursor, model: str, project: str | None, history: CauseHi
             continue
         pairs += [(cause, vector)] * int(r["n"])
         members.setdefault(cause, []).append(r["family_id"])
-    readings = classifier.probabilities(np.stack([v for _, v in pairs])) if pairs else np.zeros((0, 1))
-    return CauseProfiles(classifier.profiles(pairs), {c: tuple(f[:10]) for c, f in members.items()},
+    readings = (classifier.probabilities(np.stack([v for _, v in pairs])) if pairs
+                else np.zeros((0, len(classifier.classes))))
+    return CauseProfiles(profiles_of([c for c, _ in pairs], readings), {c: tuple(f[:10]) for c, f in members.items()},
                          classifier.covered(readings))
 
 

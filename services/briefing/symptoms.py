@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -126,10 +126,19 @@ class SymptomClassifier:
     def profiles(self, members: Iterable[tuple[str, NDArray[np.float32]]]) -> dict[str, NDArray[np.float64]]:
         """`profile` per category of (category, record vector) pairs (a record of several incidents counts once per
         incident when it is listed once per incident)."""
-        grouped: dict[str, list[NDArray[np.float32]]] = {}
-        for category, vector in members:
-            grouped.setdefault(category, []).append(vector)
-        return {c: self.profile(np.stack(v)) for c, v in grouped.items()}
+        pairs = list(members)
+        if not pairs:
+            return {}
+        return profiles_of([c for c, _ in pairs], self.probabilities(np.stack([v for _, v in pairs])))
+
+
+def profiles_of(categories: Sequence[str], readings: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    """Each category's profile from its records' class distributions (`readings`, one row per entry of
+    `categories`): their mean."""
+    rows: dict[str, list[int]] = {}
+    for i, category in enumerate(categories):
+        rows.setdefault(category, []).append(i)
+    return {c: np.asarray(readings[i].mean(axis=0)) for c, i in rows.items()}
 
 
 def concepts(ratios: NDArray[np.float64], profiles: Mapping[str, NDArray[np.float64]]) -> dict[str, float]:
