@@ -45,7 +45,7 @@ from services.briefing.calibrator import question_of
 from services.briefing.causes import NEW, CausesModel, Question, TenantHistory
 from services.briefing.history import MEMBERS_CAP, group_uncategorised
 from services.briefing.rank import rank
-from services.briefing.symptoms import SymptomClassifier, concepts, novel_concept, shipped_classifier
+from services.briefing.symptoms import SymptomClassifier, concepts, novel_concept, profile_of, shipped_classifier
 from services.briefing.tenant_runs import TenantRuns
 from services.briefing.vectors import array_vector
 from services.common.auth import Principal
@@ -100,14 +100,15 @@ _VERSIONS = """SELECT v.*, f.state AS family_state FROM memory_families f
 
 
 class LivedProfiles:
-    """Each cause's class profile (`symptoms.SymptomClassifier.profile`) before the n-th lived version, the way a
+    """Each cause's class profile (`symptoms.profile_of`) before the n-th lived version, the way a
     briefing then would have computed it: each version's stored vector under its cause, over the newest
     `history.MEMBERS_CAP` versions before it (a briefing reads that many records). Only the versions some question
     needs are read (`since` on), so a large tenant's run holds at most its asked window and that cap of vectors."""
 
     def __init__(self, lived: Lived, since: int, causes: list[str], cause_of_row: NDArray[np.int64],
-                 probabilities: NDArray[np.float64]) -> None:
+                 probabilities: NDArray[np.float64], shares: NDArray[np.float64]) -> None:
         self.lived = lived
+        self.shares = shares  # the classifier's training shares (`symptoms.profile_of`)
         self.since = since
         self.causes = causes  # the causes of the rows read, indexed by `cause_of_row`
         self.cause_of_row = cause_of_row  # per row from `since`: its cause's index, -1 without a vector
@@ -132,7 +133,7 @@ class LivedProfiles:
         if held:
             probabilities[held] = classifier.probabilities(np.stack([vectors[keys[i]] for i in held]))
             cause_of_row[held] = [index[lived.causes[since + i]] for i in held]
-        return cls(lived, since, causes, cause_of_row, probabilities)
+        return cls(lived, since, causes, cause_of_row, probabilities, classifier.shares)
 
     def _window(self, n: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """The causes and class probabilities of the rows (with a vector) a briefing before the n-th lived version
@@ -144,12 +145,7 @@ class LivedProfiles:
 
     def at(self, n: int) -> dict[str, NDArray[np.float64]]:
         which, readings = self._window(n)
-        if not len(which):
-            return {}
-        sums = np.zeros((len(self.causes), self.probabilities.shape[1]))
-        np.add.at(sums, which, readings)
-        counts = np.bincount(which, minlength=len(self.causes))
-        return {self.causes[c]: sums[c] / counts[c] for c in np.flatnonzero(counts)}
+        return {self.causes[c]: profile_of(readings[which == c], self.shares) for c in np.unique(which)}
 
     def covered_at(self, n: int) -> NDArray[np.bool_]:
         """The classes some record before the n-th lived version is read as (`SymptomClassifier.covered`), over the

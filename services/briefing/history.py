@@ -165,8 +165,8 @@ _MEMBERS = f"""SELECT f.family_id::text AS family_id, v.root_cause_category AS c
 
 @dataclass(frozen=True)
 class CauseProfiles:
-    """Each cause's class distribution (`symptoms.SymptomClassifier.profile` of its records' vectors, each record
-    once per incident approved into it) and its records, newest first."""
+    """Each cause's class distribution (`symptoms.profile_of` its records' vectors' readings, each record once per
+    incident approved into it) and its records, newest first."""
 
     profiles: dict[str, NDArray[np.float64]]
     members: dict[str, tuple[str, ...]]
@@ -190,7 +190,8 @@ def read_profiles(cur: Cursor, model: str, project: str | None, history: CauseHi
         members.setdefault(cause, []).append(r["family_id"])
     readings = (classifier.probabilities(np.stack([v for _, v in pairs])) if pairs
                 else np.zeros((0, len(classifier.classes))))
-    return CauseProfiles(profiles_of([c for c, _ in pairs], readings), {c: tuple(f[:10]) for c, f in members.items()},
+    return CauseProfiles(profiles_of([c for c, _ in pairs], readings, classifier.shares),
+                         {c: tuple(f[:10]) for c, f in members.items()},
                          classifier.covered(readings))
 
 

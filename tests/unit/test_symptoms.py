@@ -9,7 +9,7 @@ import pytest
 
 from services.briefing import symptoms
 from services.briefing.semantic import model_key
-from services.briefing.symptoms import SymptomClassifier, concepts, of_json
+from services.briefing.symptoms import SymptomClassifier, concepts, of_json, profile_of
 
 
 def toy() -> SymptomClassifier:
@@ -131,25 +131,45 @@ def test_the_shipped_key_is_the_semantic_index_key() -> None:
     assert symptoms.shipped_classifier(key) is not None
 
 
-def test_lived_profiles_are_the_mean_over_the_newest_versions_before_each_question(
+def test_lived_profiles_are_read_from_the_newest_versions_before_each_question(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The calibrator's profile before the n-th version: the mean class distribution of that cause's versions among
-    the newest `MEMBERS_CAP` before it; versions without a vector count for nothing."""
+    """The calibrator's profile before the n-th version: `profile_of` that cause's versions among the newest
+    `MEMBERS_CAP` before it; versions without a vector count for nothing."""
     from services.briefing import causes_calibrator
     from services.briefing.causes_calibrator import Lived, LivedProfiles
 
     monkeypatch.setattr(causes_calibrator, "MEMBERS_CAP", 3)
     lived = Lived(rows=[{} for _ in range(6)], causes=["a", "b", "a", "a", "b", "a"], cause={})
     p = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [0.0, 1.0], [1.0, 0.0], [0.2, 0.8]])
+    shares = np.array([0.5, 0.5])
     which = np.array([0, 1, 0, -1, 1, 0])  # the fourth version has no vector
-    walked = LivedProfiles(lived, 0, ["a", "b"], which, p)
+    walked = LivedProfiles(lived, 0, ["a", "b"], which, p, shares)
     assert walked.at(0) == {}
     at3 = walked.at(3)  # versions 0-2
-    assert np.allclose(at3["a"], [0.75, 0.25]) and np.allclose(at3["b"], [0.0, 1.0])
+    assert np.allclose(at3["a"], profile_of(p[[0, 2]], shares)) and np.allclose(at3["b"], [0.0, 1.0])
     at6 = walked.at(6)  # the newest three before it: versions 3 (no vector), 4 and 5
-    assert np.allclose(at6["a"], [0.2, 0.8]) and np.allclose(at6["b"], [1.0, 0.0])
-    later = LivedProfiles(lived, 2, ["a", "b"], which[2:], p[2:])  # read from version 2 on: the same window
+    assert np.allclose(at6["a"], profile_of(p[[5]], shares)) and np.allclose(at6["b"], [1.0, 0.0])
+    later = LivedProfiles(lived, 2, ["a", "b"], which[2:], p[2:], shares)  # read from version 2 on: the same window
     assert all(np.allclose(later.at(6)[c], at6[c]) for c in at6)
+
+
+def test_a_profile_is_half_the_records_mean_and_half_the_posterior_of_the_class_they_agree_on() -> None:
+    """`profile_of`: one record's profile is its reading; records that lean the same way sharpen it past their mean,
+    the more of them the sharper; records split between two classes keep both."""
+    shares = np.array([0.25, 0.25, 0.5])
+    one = np.array([[0.6, 0.3, 0.1]])
+    assert np.allclose(profile_of(one, shares), one[0])
+    three = np.repeat(one, 3, axis=0)
+    assert profile_of(three, shares)[0] > 0.6 and np.isclose(profile_of(three, shares).sum(), 1.0)
+    assert profile_of(np.repeat(one, 9, axis=0), shares)[0] > profile_of(three, shares)[0]
+    split = np.array([[0.9, 0.05, 0.05], [0.05, 0.9, 0.05]])
+    got = profile_of(split, shares)
+    assert got[0] >= 0.2 and got[1] >= 0.2 and np.isclose(got[0], got[1])
+    # a reading of exactly 0 never rules a class out (READING_FLOOR), and the result is a distribution
+    hard = profile_of(np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), shares)
+    assert np.all(np.isfinite(hard)) and np.isclose(hard.sum(), 1.0)
+    at_shares = np.array([shares] * 4)  # records read at the training shares say nothing: the profile is the shares
+    assert np.allclose(profile_of(at_shares, shares), shares)
 
 
 def test_the_novel_outcome_s_concept_is_high_for_symptoms_of_a_class_the_tenant_lacks() -> None:
