@@ -10,16 +10,20 @@ live stack once and replays the decision rule over the answers for every price o
 
 1. The questions: the cross-organisation sets that are spent (asked once each, reported) and that neither the shipped
    symptom classifier nor the causes model was fitted on (`SPLITS`: fresh7-9, from 2026-12-04 fresh16-18, and from
-   2026-12-05 fresh19-21, their novel parts included), each in the four conditions of `replay realworld` (English
-   and Chinese, with and without alert and signals), against a fresh tenant that learned the corpus's history and
-   calibrated its causes model, as `replay realworld` does.
+   2026-12-05 fresh19-21, and from the eighteenth session fresh30-32, their novel parts included), each in the four
+   conditions of `replay realworld` (English and Chinese, with and without alert and signals), against a fresh
+   tenant that learned the corpus's history and calibrated its causes model, as `replay realworld` does.
 2. Each answer with `explain`: every category's probability, `novelty` and the causes with records behind them; the
    base rates are the history's (`TenantHistory.priors`).
 3. For each price of `GRID`, the planner's checks against the base-rate planner's and, per language, per question the
    share of its two conditions made longer and the one-sided 90% upper bound of the mean of that share over the
    questions (a question's conditions are one cluster: they are not independent draws).
-4. The price shipped is the smallest of the grid whose upper bound is at most `TARGET_WORSE` in each language: #38
-   asks for at most 10% of the questions made worse in English and in Chinese, not on their average. (Until
+4. The price shipped is the smallest of the grid whose upper bound is at most `TARGET_WORSE` in each language (#38
+   asks for at most 10% of the questions made worse in English and in Chinese, not on their average) and that holds
+   the contract's bound on every set of the pool in every condition (`PricePoint.holds_the_bound`): memory must not
+   make the planner slower than the base rates, and #38 says so of every set, not of the pool's total. (Added on
+   2026-12-05 with fresh30-32 in the pool, after fresh32's first run needed 341 checks against 336 in English at 4.0;
+   on the nine older sets alone the rule changes nothing, every set at most 0.95x.) (Until
    2026-12-04 the bound pooled the languages, on fresh7-9 alone: 2.5, and the first runs of fresh16-18 then made
    8-13% of the English questions worse, against 2-8% of the Chinese. On fresh7-9 and fresh16-18 the bound chose
    3.0; the first runs of fresh19-21 then made 12-16% of the English questions worse again, and the later sets are
@@ -53,7 +57,7 @@ from services.cli.client import OpsloreClient
 
 OUT = Path(__file__).resolve().parents[1] / "services" / "briefing" / "data" / "worse_cost.json"
 SPLITS: tuple[rw.Split, ...] = ("fresh7", "fresh8", "fresh9", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20",
-                                 "fresh21")
+                                 "fresh21", "fresh30", "fresh31", "fresh32")
 GRID = tuple(0.5 * i for i in range(17))  # 0, 0.5, ... 8 checks
 TARGET_WORSE = 0.10
 Z90 = 1.2816  # one-sided 90% (the normal's: over a hundred questions)
@@ -70,6 +74,7 @@ class Answered:
     probabilities: Mapping[str, float]
     novelty: float
     supported: tuple[str, ...]
+    split: str = ""  # the spent set it belongs to (`PricePoint.worst_set`)
 
     @property
     def language(self) -> str:
@@ -87,6 +92,12 @@ class PricePoint:
     evidence_per_novel: float
     recall: float  # recurrences whose true cause is marked (the hints' class recall)
     by_language: tuple[tuple[str, float, float], ...] = ()  # (language, share made worse, its upper bound)
+    worst_set: tuple[str, str, int, int] = ("", "", 0, 0)  # (set, condition, checks on, off): the highest ratio
+
+    @property
+    def holds_the_bound(self) -> bool:
+        """No spent set, in no condition, needs more checks than its base rates (the contract's bound, per set)."""
+        return self.worst_set[2] <= self.worst_set[3]
 
     def to_json(self) -> dict[str, Any]:
         return {"worse_cost": self.worse_cost, "checks_on": self.checks_on, "checks_off": self.checks_off,
@@ -94,7 +105,9 @@ class PricePoint:
                 "worse_share": round(self.worse_share, 4), "worse_upper90": round(self.worse_upper90, 4),
                 "evidence_per_novel": round(self.evidence_per_novel, 3), "recall": round(self.recall, 4),
                 "by_language": {lang: {"worse_share": round(share, 4), "worse_upper90": round(upper, 4)}
-                                for lang, share, upper in self.by_language}}
+                                for lang, share, upper in self.by_language},
+                "worst_set": {"set": self.worst_set[0], "condition": self.worst_set[1],
+                              "checks_on": self.worst_set[2], "checks_off": self.worst_set[3]}}
 
 
 def upper_bound(shares: Sequence[float]) -> tuple[float, float]:
@@ -108,15 +121,23 @@ def upper_bound(shares: Sequence[float]) -> tuple[float, float]:
     return mean, mean + Z90 * sd / math.sqrt(n)
 
 
+def _ratio(on: int, off: int) -> float:
+    """Checks on over off; a set of novel incidents alone (no check off) is infinitely worse for any mark."""
+    return on / off if off else (math.inf if on else 0.0)
+
+
 def price_point(answered: Sequence[Answered], priors: Mapping[str, float], worse_cost: float) -> PricePoint:
     """The planner's outcome over `answered` when the evidence is chosen at `worse_cost`."""
     order = sorted(priors, key=lambda c: (-priors[c], c))
     per_question: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    per_set: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     on = off = novel = novel_marks = recurrences = hit = 0
     for a in answered:
         chosen = causes.choose_evidence(a.probabilities, priors, a.novelty, a.supported, worse_cost)
         c_on, c_off = planned(chosen, a.truth, order), planned([], a.truth, order)
         on, off = on + c_on, off + c_off
+        per_set[(a.split, a.condition)][0] += c_on
+        per_set[(a.split, a.condition)][1] += c_off
         per_question[(a.language, a.question)].append(c_on > c_off)
         if a.truth == NEW:
             novel, novel_marks = novel + 1, novel_marks + len(chosen)
@@ -128,8 +149,10 @@ def price_point(answered: Sequence[Answered], priors: Mapping[str, float], worse
     share, _ = upper_bound([sum(v) / len(v) for v in pooled.values()])
     by_language = tuple((lang, *upper_bound([sum(v) / len(v) for (lg, _), v in per_question.items() if lg == lang]))
                         for lang in sorted({lg for lg, _ in per_question}))
+    worst = max(per_set.items(), key=lambda kv: (_ratio(*kv[1]), kv[0]), default=(("", ""), [0, 0]))
     return PricePoint(worse_cost, on, off, share, max((u for _, _, u in by_language), default=1.0),
-                      novel_marks / novel if novel else 0.0, hit / recurrences if recurrences else 0.0, by_language)
+                      novel_marks / novel if novel else 0.0, hit / recurrences if recurrences else 0.0, by_language,
+                      (worst[0][0], worst[0][1], worst[1][0], worst[1][1]))
 
 
 def forecast(answered: Sequence[Answered], priors: Mapping[str, float], p_new: float) -> dict[str, Any]:
@@ -150,10 +173,10 @@ def forecast(answered: Sequence[Answered], priors: Mapping[str, float], p_new: f
 
 
 def choose(points: Sequence[PricePoint], target: float = TARGET_WORSE) -> PricePoint:
-    """The smallest price whose upper bound of questions made worse is at most `target` (the largest of the grid
-    when none is)."""
+    """The smallest price whose upper bound of questions made worse is at most `target` and that holds the bound on
+    every spent set in every condition (the largest of the grid when none does)."""
     ordered = sorted(points, key=lambda p: p.worse_cost)
-    return next((p for p in ordered if p.worse_upper90 <= target), ordered[-1])
+    return next((p for p in ordered if p.worse_upper90 <= target and p.holds_the_bound), ordered[-1])
 
 
 def ask(client: OpsloreClient, pms: list[rw.Postmortem], history: TenantHistory,
@@ -168,7 +191,7 @@ def ask(client: OpsloreClient, pms: list[rw.Postmortem], history: TenantHistory,
                     why = answer["causes_explain"]
                     out.append(Answered(pm.id, f"{lang}{'-text-only' if text_only else ''}", truth,
                                         {c: float(p) for c, p in why["probabilities"].items()},
-                                        float(answer["novelty"]), tuple(why["supported"])))
+                                        float(answer["novelty"]), tuple(why["supported"]), split))
             progress(pm.id)
     return out
 
@@ -186,8 +209,9 @@ def main(url: str, admin_token: str, progress: Callable[[str], None] = lambda _:
     chosen = choose(points)
     doc = {"about": "the price, in checks, causes.choose_evidence puts on a question its marks make longer; chosen "
                     "by replay/worse_cost_fit.py (see its docstring): the smallest of the grid whose one-sided 90% "
-                    f"upper bound of the share of questions made worse is at most {TARGET_WORSE} in each language, on "
-                    "the spent sets neither the shipped symptom classifier nor the causes model was fitted on",
+                    f"upper bound of the share of questions made worse is at most {TARGET_WORSE} in each language and "
+                    "that needs no more checks than the base rates on any spent set in any condition, on the spent "
+                    "sets neither the shipped symptom classifier nor the causes model was fitted on",
            "worse_cost": chosen.worse_cost, "fitted_at": datetime.now(UTC).date().isoformat(),
            "splits": list(SPLITS), "answers": len(answered), "questions": len({a.question for a in answered}),
            "target_worse": TARGET_WORSE, "guard": calibration.get("report", {}),

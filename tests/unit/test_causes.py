@@ -196,7 +196,10 @@ def test_the_shipped_price_is_the_one_its_documented_procedure_picks_from_its_gr
 
     doc = json.loads((Path(causes.__file__).parent / "data" / "worse_cost.json").read_text(encoding="utf-8"))
     points = [worse_cost_fit.PricePoint(g["worse_cost"], g["checks_on"], g["checks_off"], g["worse_share"],
-                                        g["worse_upper90"], g["evidence_per_novel"], g["recall"]) for g in doc["grid"]]
+                                        g["worse_upper90"], g["evidence_per_novel"], g["recall"],
+                                        worst_set=(g["worst_set"]["set"], g["worst_set"]["condition"],
+                                                   g["worst_set"]["checks_on"], g["worst_set"]["checks_off"]))
+              for g in doc["grid"]]
     assert [g.worse_cost for g in points] == list(worse_cost_fit.GRID)
     assert worse_cost_fit.choose(points, doc["target_worse"]).worse_cost == doc["worse_cost"] > 0
     assert doc["splits"] == list(worse_cost_fit.SPLITS)
