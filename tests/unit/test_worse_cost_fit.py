@@ -1,33 +1,88 @@
-"""The price's procedure (`replay/worse_cost_fit.py`): the bound on questions made worse, and the contract's bound
-held on every spent set in every condition, not only on the pool's total."""
+"""The procedure behind the shipped price of a longer investigation (`replay/worse_cost_fit.py`), on answers made
+up here: the planner's checks, the share of each question's conditions made worse, and the pick from the grid."""
 
 from __future__ import annotations
 
-from replay.worse_cost_fit import Answered, PricePoint, choose, price_point
+import pytest
+
+from replay.worse_cost_fit import Answered, PricePoint, choose, forecast, price_point
 from services.briefing.causes import NEW
 
-PRIORS = {"disk": 0.5, "cert": 0.3, "dns": 0.2}
+PRIORS = {c: 0.15 for c in "abcdef"}  # even base rates: the base-rate order is a, b, c, d, e, f
 
 
-def answer(question: str, truth: str, split: str, probabilities: dict[str, float]) -> Answered:
-    return Answered(question, "en", truth, probabilities, novelty=0.05, supported=tuple(probabilities), split=split)
+def answered(question: str, condition: str, truth: str, e: float) -> Answered:
+    """A question whose evidence raised `e` to probability `e` (the rest shared evenly, novelty 0.05)."""
+    rest = (0.95 - e) / 5
+    return Answered(question, condition, truth, {**{c: rest for c in "abcdf"}, "e": e}, 0.05, ("e",))
+
+
+def test_a_lead_that_pays_only_on_average_is_priced_out_and_a_likely_one_kept() -> None:
+    # q1: e raised to 0.35 but the cause was a (checked first by the base rates): marking e makes it longer
+    # q2: e raised to 0.55 and it was e: marking e saves four checks
+    asked = [answered("q1", c, "a", 0.35) for c in ("en", "zh")] + [answered("q2", c, "e", 0.55) for c in ("en", "zh")]
+    free = price_point(asked, PRIORS, 0.0)
+    assert (free.checks_on, free.checks_off) == (2 * 2 + 2 * 1, 2 * 1 + 2 * 5)
+    assert free.worse_share == pytest.approx(0.5) and free.recall == pytest.approx(0.5)
+    priced = price_point(asked, PRIORS, 3.0)
+    assert (priced.checks_on, priced.checks_off) == (2 * 1 + 2 * 1, 2 * 1 + 2 * 5)
+    assert priced.worse_share == 0.0 and priced.worse_upper90 == 0.0
+
+
+def test_a_novel_question_counts_each_mark_as_a_wasted_check() -> None:
+    point = price_point([answered("q", "en", NEW, 0.55)], PRIORS, 0.0)
+    assert (point.checks_on, point.checks_off, point.evidence_per_novel) == (1, 0, 1.0)
+
+
+def test_the_pick_is_the_smallest_price_whose_upper_bound_clears_the_target() -> None:
+    def point(cost: float, upper: float) -> PricePoint:
+        return PricePoint(cost, 0, 1, upper / 2, upper, 0.0, 0.0)
+
+    grid = [point(0.0, 0.4), point(1.0, 0.12), point(2.0, 0.09), point(3.0, 0.05)]
+    assert choose(grid, 0.10).worse_cost == 2.0
+    assert choose(grid, 0.01).worse_cost == 3.0  # none clears it: the most careful of the grid
+
+
+def test_the_bound_the_pick_reads_is_the_worse_language_not_their_average() -> None:
+    # ten questions; in English four of them are made worse by a lead on e, in Chinese none is (e not raised there)
+    asked = [answered(f"q{i}", c, "a", 0.35) for i in range(4) for c in ("en", "en-text-only")]
+    asked += [answered(f"q{i}", c, "a", 0.16) for i in range(4) for c in ("zh", "zh-text-only")]
+    asked += [answered(f"q{i}", c, "a", 0.16) for i in range(4, 10)
+              for c in ("en", "en-text-only", "zh", "zh-text-only")]
+    point = price_point(asked, PRIORS, 0.0)
+    languages = {lang: (share, upper) for lang, share, upper in point.by_language}
+    assert languages["en"][0] == pytest.approx(0.4) and languages["zh"] == (0.0, 0.0)
+    assert point.worse_share == pytest.approx(0.2)  # pooled over the four conditions
+    assert point.worse_upper90 == pytest.approx(languages["en"][1]) and point.worse_upper90 > 0.4
+
+
+def test_the_forecast_scores_the_probabilities_against_the_base_rates_and_novelty_s_ranking() -> None:
+    """`forecast`, per condition: Brier skill above 0 when the raised cause was the truth, below when it was not;
+    novelty's AUC 1 when every novel question had a higher novelty than every recurring one."""
+    right = [answered("q1", "en", "e", 0.55), answered("q2", "en", "e", 0.6)]
+    wrong = [answered("q1", "zh", "a", 0.55), answered("q2", "zh", "b", 0.6)]
+    novel = [Answered("q3", c, NEW, {c2: 0.1 for c2 in "abcdef"}, 0.4, ()) for c in ("en", "zh")]
+    got = forecast([*right, *wrong, *novel], PRIORS, 0.1)
+    assert got["en"]["questions"] == 3 and got["en"]["brier_skill"] > 0 > got["zh"]["brier_skill"]
+    assert got["en"]["novelty_auc"] == 1.0 == got["zh"]["novelty_auc"]
+    assert got["en"]["brier_base_rates"] == got["zh"]["brier_base_rates"]
 
 
 def test_the_worst_set_is_the_one_whose_marks_cost_checks() -> None:
-    """Set a: a confident, right mark on a cause the base rates check last; set b: the same confidence on a novel
-    incident (a wasted check). The pool's total can be below the base rates while set b is above them."""
-    right = {"disk": 0.02, "cert": 0.03, "dns": 0.9}
-    answered = [answer(f"a{i}", "dns", "a", right) for i in range(3)] + [answer("b0", NEW, "b", right)]
-    point = price_point(answered, PRIORS, 0.0)
+    """Set s1: a likely, right lead on a cause the base rates check late; set s2: the same lead on a novel incident
+    (a wasted check). The pool's total is below the base rates while s2 is above them: the price must not hold."""
+    asked = [Answered(f"q{i}", "en", "e", {**{c: 0.02 for c in "abcdf"}, "e": 0.85}, 0.05, ("e",), "s1")
+             for i in range(3)]
+    asked.append(Answered("q9", "en", NEW, {**{c: 0.02 for c in "abcdf"}, "e": 0.85}, 0.05, ("e",), "s2"))
+    point = price_point(asked, PRIORS, 0.0)
     assert point.checks_on < point.checks_off
-    assert point.worst_set[:2] == ("b", "en") and point.worst_set[2] > point.worst_set[3]
-    assert not point.holds_the_bound
+    assert point.worst_set == ("s2", "en", 1, 0) and not point.holds_the_bound
 
 
-def test_choose_skips_a_price_that_lengthens_any_set() -> None:
-    def point(price: float, upper: float, on: int, off: int) -> PricePoint:
-        return PricePoint(price, 90, 100, upper, upper, 0.0, 0.0, (), ("s", "en", on, off))
+def test_the_pick_skips_a_price_that_lengthens_any_set() -> None:
+    def point(cost: float, upper: float, on: int, off: int) -> PricePoint:
+        return PricePoint(cost, 90, 100, upper, upper, 0.0, 0.0, (), ("s", "en", on, off))
 
     grid = [point(1.0, 0.05, 11, 10), point(2.0, 0.12, 9, 10), point(3.0, 0.08, 10, 10), point(4.0, 0.05, 8, 10)]
-    assert choose(grid).worse_cost == 3.0  # 1.0 lengthens a set, 2.0 makes too many worse; 3.0 holds both bounds
-    assert choose([point(1.0, 0.2, 11, 10)]).worse_cost == 1.0  # none does: the largest of the grid
+    assert choose(grid, 0.10).worse_cost == 3.0  # 1.0 lengthens a set, 2.0 makes too many worse; 3.0 holds both
+    assert choose([point(1.0, 0.2, 11, 10)], 0.10).worse_cost == 1.0  # none does: the largest of the grid
