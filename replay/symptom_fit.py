@@ -32,7 +32,7 @@ their own base rates' 0.60 among five (docs/evaluation.md).
 2. Each incident three times: its symptoms in English and in Chinese embedded as questions (`query: `), and its
    record's text (`semantic.semantic_text`'s order: symptoms, summary, root cause) as a passage, so the classifier
    reads both a question and a stored record (a tenant's categories are mapped to the classes through their
-   records: `symptoms.SymptomClassifier.profile`).
+   records: `symptoms.profile_of`).
 3. scikit-learn's LogisticRegression (lbfgs, multinomial), L2 with C = `C`: chosen on the spent sets (leave one set
    out; C 3, 10, 30 gave 0.58, 0.63, 0.60 among five in English), then fitted once on all of them.
 4. The lexical part (`symptoms.LexicalClassifier`): the same rows' texts through the analyzer (`lexicon.analyze`:

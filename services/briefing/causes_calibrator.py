@@ -45,7 +45,14 @@ from services.briefing.calibrator import question_of
 from services.briefing.causes import NEW, CausesModel, Question, TenantHistory
 from services.briefing.history import MEMBERS_CAP, group_uncategorised
 from services.briefing.rank import rank
-from services.briefing.symptoms import SymptomClassifier, concepts, novel_concept, profile_of, shipped_classifier
+from services.briefing.symptoms import (
+    SymptomClassifier,
+    concepts,
+    covered,
+    novel_concept,
+    profile_of,
+    shipped_classifier,
+)
 from services.briefing.tenant_runs import TenantRuns
 from services.briefing.vectors import array_vector
 from services.common.auth import Principal
@@ -148,12 +155,10 @@ class LivedProfiles:
         return {self.causes[c]: profile_of(readings[which == c], self.shares) for c in np.unique(which)}
 
     def covered_at(self, n: int) -> NDArray[np.bool_]:
-        """The classes some record before the n-th lived version is read as (`SymptomClassifier.covered`), over the
-        same window as `at`."""
+        """The classes some record before the n-th lived version is read as (`symptoms.covered`), over the same
+        window as `at`."""
         _, readings = self._window(n)
-        out = np.zeros(self.probabilities.shape[1], dtype=bool)
-        out[readings.argmax(axis=1)] = True
-        return out
+        return covered(readings, self.probabilities.shape[1])
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,9 @@ The novel outcome has a concept too (`novel_concept`): the same log ratio over t
 lacks, those no record of it is read as (its most probable class). Without it, a question about a kind of incident
 the tenant never had could only lower every known cause's concept; with it, the classifier's reading that the
 symptoms are of such a kind raises the novel outcome, at its own weight (`causes.CausesModel.novel_concept`).
-(Coverage by the profiles themselves, each class's share less the base-rate-weighted profiles, says little: a
-profile is a mean of soft readings, about 1.04 times a covered class's share and 0.93 times an uncovered one's.)
+(Coverage by the profiles themselves, each class's share less the base-rate-weighted profiles, said little when it
+was tried: the mean profile of then, a mean of soft readings, reached about 1.04 times a covered class's share and
+0.93 times an uncovered one's.)
 """
 
 from __future__ import annotations
@@ -124,17 +125,9 @@ class SymptomClassifier:
         """P(class | question) / the class's training share, per class (`question_probabilities`)."""
         return np.asarray(self.question_probabilities(question, lexemes) / self.shares)
 
-    def profile(self, vectors: NDArray[np.float32]) -> NDArray[np.float64]:
-        """A category's class distribution from its records' vectors (`profile_of`)."""
-        return profile_of(self.probabilities(vectors), self.shares)
-
     def covered(self, probabilities: NDArray[np.float64]) -> NDArray[np.bool_]:
-        """The classes some record is read as (the most probable class of a row of `probabilities`, one row per
-        record): what the tenant's history has seen, for `novel_concept`."""
-        out = np.zeros(len(self.classes), dtype=bool)
-        if len(probabilities):
-            out[np.asarray(probabilities).argmax(axis=1)] = True
-        return out
+        """`covered` over this classifier's classes."""
+        return covered(probabilities, len(self.classes))
 
     def profiles(self, members: Iterable[tuple[str, NDArray[np.float32]]]) -> dict[str, NDArray[np.float64]]:
         """`profile` per category of (category, record vector) pairs (a record of several incidents counts once per
@@ -143,6 +136,15 @@ class SymptomClassifier:
         if not pairs:
             return {}
         return profiles_of([c for c, _ in pairs], self.probabilities(np.stack([v for _, v in pairs])), self.shares)
+
+
+def covered(readings: NDArray[np.float64], classes: int) -> NDArray[np.bool_]:
+    """The classes some record is read as (the most probable class of a row of `readings`, one row per record, over
+    `classes` classes): what the tenant's history has seen, for `novel_concept`."""
+    out = np.zeros(classes, dtype=bool)
+    if len(readings):
+        out[np.asarray(readings).argmax(axis=1)] = True
+    return out
 
 
 def profile_of(readings: NDArray[np.float64], shares: NDArray[np.float64]) -> NDArray[np.float64]:
