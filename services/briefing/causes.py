@@ -198,7 +198,7 @@ def gather(candidates: Iterable[Candidate]) -> dict[str, CauseEvidence]:
 def with_concepts(evidence: Mapping[str, CauseEvidence], concepts: Mapping[str, float],
                   novel: float | None = None) -> dict[str, CauseEvidence]:
     """The evidence with each cause's concept (`symptoms.concepts`); a cause no ranked record backs gets an entry of
-    its concept alone. `novel`: the novel outcome's concept (`SymptomClassifier.novel_concept`), kept under NEW (the
+    its concept alone. `novel`: the novel outcome's concept (`symptoms.novel_concept`), kept under NEW (the
     model's key of the novel outcome: never a category, never a cause to mark or hint)."""
     out = {c: replace(e, concept=concepts.get(c, 0.0)) for c, e in evidence.items() if c != NEW}
     for c, value in concepts.items():
