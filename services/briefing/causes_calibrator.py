@@ -50,7 +50,7 @@ from services.briefing.symptoms import (
     concepts,
     covered,
     novel_concept,
-    profile_of,
+    profiles_of,
     shipped_classifier,
 )
 from services.briefing.tenant_runs import TenantRuns
@@ -152,7 +152,7 @@ class LivedProfiles:
 
     def at(self, n: int) -> dict[str, NDArray[np.float64]]:
         which, readings = self._window(n)
-        return {self.causes[c]: profile_of(readings[which == c], self.shares) for c in np.unique(which)}
+        return profiles_of([self.causes[c] for c in which], readings, self.shares)
 
     def covered_at(self, n: int) -> NDArray[np.bool_]:
         """The classes some record before the n-th lived version is read as (`symptoms.covered`), over the same
