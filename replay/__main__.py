@@ -264,14 +264,16 @@ def symptom_fit() -> None:
 @app.command("worse-cost")
 def worse_cost(api_url: Annotated[str | None, typer.Option(help="default OPSLORE_API_URL")] = None) -> None:
     """Choose the price of a longer investigation the causes' evidence choice uses, on the spent cross-org sets the
-    symptom classifier never saw, against the live stack; writes services/briefing/data/worse_cost.json (see
-    replay/worse_cost_fit.py). Run it after `causes-fit`."""
+    causes model never saw, each answered by a symptom classifier that never saw its fold; writes
+    services/briefing/data/worse_cost.json (see replay/worse_cost_fit.py). Run it after `causes-fit`."""
     import json
 
     from replay import worse_cost_fit as fit
 
     s = get_settings()
-    doc = fit.main(api_url or s.api_url, s.admin_token)
+    if api_url:
+        s = s.model_copy(update={"api_url": api_url})
+    doc = fit.main(s, lambda step: typer.echo(f"  {step}", err=True))
     for point in doc["grid"]:
         typer.echo(json.dumps(point))
     typer.echo(f"worse_cost {doc['worse_cost']} ({doc['questions']} questions, {doc['answers']} answers)")

@@ -8,12 +8,15 @@ fresh sets; an agent follows a lead, and #38 asks for at most 10% of the questio
 decision about the answer, not a model parameter: the probabilities do not depend on it, so the procedure asks the
 live stack once and replays the decision rule over the answers for every price of the grid.
 
-1. The questions: the cross-organisation sets that are spent (asked once each, reported) and that neither the shipped
-   symptom classifier nor the causes model was fitted on (`SPLITS`: fresh7-9, from 2026-12-04 fresh16-18, and from
-   2026-12-05 fresh19-21, from the eighteenth session fresh30-32, and from the nineteenth fresh33-35, their novel
+1. The questions: the cross-organisation sets that are spent (asked once each, reported) and that the causes model
+   was never fitted on (`SPLITS`, the symptom classifier's `PRICE_FOLDS`: fresh7-9, from 2026-12-04 fresh16-18, and
+   from 2026-12-05 fresh19-21, from the eighteenth session fresh30-32, and from the nineteenth fresh33-35, their novel
    parts included), each in the four conditions of `replay realworld` (English and Chinese, with and without alert
-   and signals), against a fresh tenant that learned the corpus's history and calibrated its causes model, as `replay
-   realworld` does.
+   and signals), against a fresh tenant that learned the corpus's history through the live stack, as `replay
+   realworld` does. The shipped symptom classifier learned these sets too (since the twentieth session), so each
+   fold is answered in process (`cross_fitted`: the live stack's code, `BriefingService`, whose answers equal the
+   API's to the last digit) by a service given a classifier fitted without that fold, with the tenant's causes model
+   calibrated again through it.
 2. Each answer with `explain`: every category's probability, `novelty` and the causes with records behind them; the
    base rates are the history's (`TenantHistory.priors`).
 3. For each price of `GRID`, the planner's checks against the base-rate planner's and, per language, per question the
@@ -55,15 +58,21 @@ from pathlib import Path
 from typing import Any
 
 from replay import realworld as rw
+from replay import symptom_fit
 from replay.outcome import auc, planned
-from services.briefing import causes
+from schemas.api import BriefingRequest
+from services.briefing import causes, symptoms
 from services.briefing.causes import NEW, TenantHistory
+from services.briefing.embedding import MultilingualE5Embedder
+from services.briefing.semantic import SemanticIndex
+from services.briefing.service import BriefingService
 from services.cli.client import OpsloreClient
+from services.common.auth import Principal
+from services.common.db import Database
+from services.common.settings import Settings
 
 OUT = Path(__file__).resolve().parents[1] / "services" / "briefing" / "data" / "worse_cost.json"
-SPLITS: tuple[rw.Split, ...] = ("fresh7", "fresh8", "fresh9", "fresh16", "fresh17", "fresh18", "fresh19", "fresh20",
-                                 "fresh21", "fresh30", "fresh31", "fresh32", "fresh33",
-                                 "fresh34", "fresh35")
+SPLITS: tuple[rw.Split, ...] = tuple(split for fold in symptom_fit.PRICE_FOLDS for split in fold)
 GRID = tuple(0.5 * i for i in range(17))  # 0, 0.5, ... 8 checks
 TARGET_WORSE = 0.10
 Z90 = 1.2816  # one-sided 90% (the normal's: over a hundred questions)
@@ -185,41 +194,79 @@ def choose(points: Sequence[PricePoint], target: float = TARGET_WORSE) -> PriceP
     return next((p for p in ordered if p.worse_upper90 <= target and p.holds_the_bound), ordered[-1])
 
 
-def ask(client: OpsloreClient, pms: list[rw.Postmortem], history: TenantHistory,
-        progress: Callable[[str], None] = lambda _: None) -> list[Answered]:
+def ask(service: BriefingService, principal: Principal, pms: list[rw.Postmortem], history: TenantHistory,
+        splits: Sequence[rw.Split], progress: Callable[[str], None] = lambda _: None) -> list[Answered]:
+    """Every question of `splits` in the four conditions, answered by `service` (in process: the live stack's code,
+    with the classifier the service was given) with `explain`."""
     out = []
-    for split in SPLITS:
+    for split in splits:
         for pm in rw.questions(pms, split):
             truth = pm.cls if pm.cls in history.counts else NEW
             for lang in ("en", "zh"):
                 for text_only in (False, True):
-                    answer = client.briefing(pm.request(lang, text_only) | {"explain": True})
-                    why = answer["causes_explain"]
+                    req = BriefingRequest.model_validate(pm.request(lang, text_only) | {"explain": True})
+                    answer = service.brief(principal, req)
+                    why = answer.causes_explain or {}
                     out.append(Answered(pm.id, f"{lang}{'-text-only' if text_only else ''}", truth,
                                         {c: float(p) for c, p in why["probabilities"].items()},
-                                        float(answer["novelty"]), tuple(why["supported"]), split))
+                                        float(answer.novelty), tuple(why["supported"]), split))
             progress(pm.id)
     return out
 
 
-def main(url: str, admin_token: str, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+def cross_fitted(settings: Settings, tenant: str, pms: list[rw.Postmortem], history: TenantHistory,
+                 progress: Callable[[str], None] = lambda _: None) -> tuple[list[Answered], list[dict[str, Any]]]:
+    """Each fold of the pool (`symptom_fit.PRICE_FOLDS`) asked of the tenant by a briefing service whose symptom
+    classifier was fitted as the shipped one is, without that fold: the shipped classifier learned every fold, so its
+    concepts would be in sample on them. Per fold, the tenant's causes model is calibrated again with that
+    classifier (its lived questions read their concepts through it), as the live stack would with it. Returns the
+    answers and, per fold, the tenant's calibration report."""
+    embedder = MultilingualE5Embedder()
+    semantic = SemanticIndex(embedder)
+    data = symptom_fit.embedded(pms, embedder)
+    progress("embedded the classifier's rows")
+    reviewer = Principal(key_id=uuid.uuid4(), tenant=tenant, project="default", role="reviewer")
+    db = Database(settings.database_url, max_size=4)
+    db.open()
+    answered: list[Answered] = []
+    reports: list[dict[str, Any]] = []
+    try:
+        for fold in symptom_fit.PRICE_FOLDS:
+            classifier = symptoms.of_json(symptom_fit.fit(data, semantic.model, symptom_fit.roles_of(fold)))
+            service = BriefingService(db, settings, None, semantic, classifier)
+            try:
+                calibrated = service.calibrate_causes(reviewer)
+                reports.append({"fold": list(fold), "questions": calibrated.questions})
+                answered += ask(service, reviewer, pms, history, fold, progress)
+            finally:
+                service.close()
+            progress(f"fold {'+'.join(fold)}")
+    finally:
+        db.close()
+    return answered, reports
+
+
+def main(settings: Settings, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     pms = rw.load()
-    admin = OpsloreClient(url, admin_token)
-    client = OpsloreClient(url, admin.create_key(f"worse-cost-{uuid.uuid4().hex[:10]}", "reviewer", "default"))
+    admin = OpsloreClient(settings.api_url, settings.admin_token)
+    tenant = f"worse-cost-{uuid.uuid4().hex[:10]}"
+    client = OpsloreClient(settings.api_url, admin.create_key(tenant, "reviewer", "default"))
     rw.learn_history(client, pms, progress)
     calibration = client.calibrate_causes()
     history = TenantHistory.of_sequence([pm.cls for pm in sorted(rw.history(pms), key=lambda p: (p.date, p.id))])
     priors, p_new = history.priors()
-    answered = ask(client, pms, history, progress)
+    answered, folds = cross_fitted(settings, tenant, pms, history, progress)
     points = [price_point(answered, priors, w) for w in GRID]
     chosen = choose(points)
     doc = {"about": "the price, in checks, causes.choose_evidence puts on a question its marks make longer; chosen "
                     "by replay/worse_cost_fit.py (see its docstring): the smallest of the grid whose one-sided 90% "
                     f"upper bound of the share of questions made worse is at most {TARGET_WORSE} in each language and "
                     "that needs no more checks than the base rates on any spent set in any condition, on the spent "
-                    "sets neither the shipped symptom classifier nor the causes model was fitted on",
+                    "sets the causes model was never fitted on, each answered with a symptom classifier fitted "
+                    "without its fold",
            "worse_cost": chosen.worse_cost, "fitted_at": datetime.now(UTC).date().isoformat(),
-           "splits": list(SPLITS), "answers": len(answered), "questions": len({a.question for a in answered}),
+           "splits": list(SPLITS), "folds": folds, "answers": len(answered),
+           "questions": len({a.question for a in answered}),
            "target_worse": TARGET_WORSE, "guard": calibration.get("report", {}),
            "forecast": forecast(answered, priors, p_new),
            "grid": [p.to_json() for p in points]}

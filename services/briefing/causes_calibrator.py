@@ -51,7 +51,6 @@ from services.briefing.symptoms import (
     covered,
     novel_concept,
     profiles_of,
-    shipped_classifier,
 )
 from services.briefing.tenant_runs import TenantRuns
 from services.briefing.vectors import array_vector
@@ -406,7 +405,7 @@ class CausesCalibrator:
                               None if adopted else cause, None))
         out: list[Question] = []
         walk = LivedWalk(lived)
-        classifier = shipped_classifier(svc.semantic.model if svc.semantic is not None else None)
+        classifier = svc.classifier
         first = min((a[1] for a in asked), default=len(lived.rows))
         profiles = LivedProfiles.read(tenant, svc, lived, classifier, first) if classifier is not None else None
         # the ranker a briefing would use now, also when nothing is asked (under MIN_HISTORY records): the model is

@@ -86,3 +86,46 @@ def test_the_pick_skips_a_price_that_lengthens_any_set() -> None:
     grid = [point(1.0, 0.05, 11, 10), point(2.0, 0.12, 9, 10), point(3.0, 0.08, 10, 10), point(4.0, 0.05, 8, 10)]
     assert choose(grid, 0.10).worse_cost == 3.0  # 1.0 lengthens a set, 2.0 makes too many worse; 3.0 holds both
     assert choose([point(1.0, 0.2, 11, 10)], 0.10).worse_cost == 1.0  # none does: the largest of the grid
+
+
+def test_the_price_is_chosen_on_the_folds_the_shipped_classifier_learned_each_out_of_its_own_fold() -> None:
+    """The pool is the classifier's price folds, each set once; the shipped classifier learned every fold (its
+    document counts the documented training incidents), so the fit must ask each fold of one fitted without it."""
+    import json
+    from pathlib import Path
+
+    from replay import realworld as rw
+    from replay import symptom_fit
+    from replay.worse_cost_fit import SPLITS
+
+    flat = [s for fold in symptom_fit.PRICE_FOLDS for s in fold]
+    assert list(SPLITS) == flat and len(set(flat)) == len(flat)
+    assert all(role in symptom_fit.ROLES for role in symptom_fit.roles_of(tuple(flat)))
+    shipped = json.loads(Path(symptom_fit.OUT).read_text(encoding="utf-8"))
+    assert shipped["incidents"] == len(symptom_fit.training(rw.load())) and shipped["excluded"] == []
+
+
+def test_a_fold_classifier_never_sees_the_rows_of_its_fold() -> None:
+    import numpy as np
+
+    from replay import realworld as rw
+    from replay import symptom_fit
+
+    rng = np.random.default_rng(3)
+    words = {"disk": "disk full volume write error", "cert": "certificate expired handshake tls error"}
+    real = rw.load()[0]
+    incidents, x, y, roles, texts = [], [], [], [], []
+    for i in range(40):
+        cls = "disk" if i % 2 else "cert"
+        role = "fresh7" if i < 10 else "dev"
+        incidents.append(real.model_copy(update={"id": f"PM-{i}", "cls": cls, "role": role}))
+        x.append(rng.normal(size=8) + (3.0 if cls == "disk" else -3.0))
+        y.append(cls)
+        roles.append(role)
+        texts.append(words[cls])
+    data = symptom_fit.Embedded(incidents, np.stack(x), y, roles, texts)
+    whole = symptom_fit.fit(data, "test-model")
+    fold = symptom_fit.fit(data, "test-model", symptom_fit.roles_of(("fresh7",)))
+    assert (whole["incidents"], whole["rows"]) == (40, 40)
+    assert (fold["incidents"], fold["rows"]) == (30, 30) and fold["excluded"] == ["fresh7", "fresh7_novel"]
+    assert fold["coef"] != whole["coef"]
