@@ -10,13 +10,13 @@ live stack once and replays the decision rule over the answers for every price o
 
 1. The questions: the cross-organisation sets that are spent (asked once each, reported) and that the causes model
    was never fitted on (`SPLITS`, the symptom classifier's `PRICE_FOLDS`: fresh7-9, from 2026-12-04 fresh16-18, and
-   from 2026-12-05 fresh19-21, from the eighteenth session fresh30-32, and from the nineteenth fresh33-35, their novel
-   parts included), each in the four conditions of `replay realworld` (English and Chinese, with and without alert
-   and signals), against a fresh tenant that learned the corpus's history through the live stack, as `replay
-   realworld` does. The shipped symptom classifier learned these sets too (since the twentieth session), so each
-   fold is answered in process (`cross_fitted`: the live stack's code, `BriefingService`, whose answers equal the
-   API's to the last digit) by a service given a classifier fitted without that fold, with the tenant's causes model
-   calibrated again through it.
+   from 2026-12-05 fresh19-21, from the eighteenth session fresh30-32, from the nineteenth fresh33-35, and from the
+   twentieth fresh36-37 (a sixth fold), their novel parts included), each in the four conditions of `replay
+   realworld` (English and Chinese, with and without alert and signals), against a fresh tenant that learned the
+   corpus's history through the live stack, as `replay realworld` does. The shipped symptom classifier learned these
+   sets too (since the twentieth session), so each fold is answered in process (`cross_fitted`: the live stack's
+   code, `BriefingService`, whose answers equal the API's to the last digit) by a service given a classifier fitted
+   without that fold, with the tenant's causes model calibrated again through it.
 2. Each answer with `explain`: every category's probability, `novelty` and the causes with records behind them; the
    base rates are the history's (`TenantHistory.priors`).
 3. For each price of `GRID`, the planner's checks against the base-rate planner's and, per language, per question the
@@ -28,7 +28,10 @@ live stack once and replays the decision rule over the answers for every price o
    make the planner slower than the base rates, and #38 says so of every set, not of the pool's total. (With
    fresh33-34 added, 765 questions, the price stayed 5.0: 0.870x, 5.7% made worse, fresh32 in English still the
    binding set. Then fresh35's first run at 5.0 needed 247 checks against 246 in Chinese; with it in the pool, 799
-   questions, the rule chooses 6.5: 0.889x, 4.4% made worse. The bound is not monotone in the price on a set this
+   questions, the rule chooses 6.5: 0.889x, 4.4% made worse. Cross-fitted (fold classifiers) at 6.5: 0.888x, 3.7%
+   made worse. Then fresh36-37's first runs at 6.5 held the bound, 0.95-0.995x; with them as a sixth fold, 867
+   questions, the rule chooses 5.0: 0.882x, 6.1% made worse, fresh37 in English without alert and signals at 190
+   against 190; at 8.0 fresh19 breaks it, 508 against 505. The bound is not monotone in the price on a set this
    small: at 8.0 fresh35 in English without alert and signals needs 247 against 246 again.) (Added on 2026-12-05 with
    fresh30-32 in the pool, after fresh32's first run needed 341 checks against 336 in English at 4.0; on the nine
    older sets alone the rule changes nothing, every set at most 0.95x.) (Until 2026-12-04 the bound pooled the
