@@ -100,7 +100,7 @@ def tuning_questions(service: BriefingService, tenant: str, pms: list[rw.Postmor
 def fold_classifiers(pms: list[rw.Postmortem], embedder: MultilingualE5Embedder) -> dict[str, SymptomClassifier]:
     """Per tuning split, the symptom classifier fitted as the shipped one is (`replay/symptom_fit.py`) without it."""
     data = symptom_fit.embedded(pms, embedder)
-    return {split: symptoms.of_json(symptom_fit.fit(data, model_key(embedder), (split, f"{split}_novel")))
+    return {split: symptoms.of_json(symptom_fit.fit(data, model_key(embedder), symptom_fit.roles_of((split,))))
             for split in TUNING}
 
 

@@ -84,12 +84,14 @@ _SETS: tuple[str, ...] = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", 
                           "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh22", "fresh23", "fresh24",
                           "fresh25", "fresh26", "fresh27", "fresh28", "fresh29",
                           *(split for fold in PRICE_FOLDS for split in fold))
-ROLES: tuple[str, ...] = (*_SETS, *(f"{split}_novel" for split in _SETS))
 
 
 def roles_of(splits: tuple[str, ...]) -> tuple[str, ...]:
     """The corpus roles of `splits`: each set's recurring and novel parts (`fit`'s `excluded`)."""
     return (*splits, *(f"{split}_novel" for split in splits))
+
+
+ROLES: tuple[str, ...] = roles_of(_SETS)
 
 
 C = 10.0

@@ -236,7 +236,8 @@ def cross_fitted(settings: Settings, tenant: str, pms: list[rw.Postmortem], hist
     try:
         for fold in symptom_fit.PRICE_FOLDS:
             classifier = symptoms.of_json(symptom_fit.fit(data, semantic.model, symptom_fit.roles_of(fold)))
-            service = BriefingService(db, settings, None, semantic, classifier)
+            service = BriefingService(db, settings, None, semantic)
+            service.classifier = classifier  # before its first answer or calibration: nothing cached reads it yet
             try:
                 calibrated = service.calibrate_causes(reviewer)
                 reports.append({"fold": list(fold), "questions": calibrated.questions})

@@ -47,7 +47,7 @@ from services.briefing.rank import Ranked, RankPolicy, RankQuery, Scored, rank, 
 from services.briefing.render import render
 from services.briefing.semantic import RECALL_K, SemanticIndex
 from services.briefing.settler import CommitSettler
-from services.briefing.symptoms import SHIPPED, Shipped, SymptomClassifier, concepts, novel_concept, shipped_classifier
+from services.briefing.symptoms import SymptomClassifier, concepts, novel_concept, shipped_classifier
 from services.briefing.vectors import SemanticIndexNotReady
 from services.briefing.warnings import WarningContext, warnings_for
 from services.common import logs
@@ -167,16 +167,14 @@ class Retrieved:
 
 class BriefingService:
     def __init__(self, db: Database, settings: Settings, gateway: LedgerGateway | None = None,
-                 semantic: SemanticIndex | None = None, classifier: SymptomClassifier | Shipped | None = SHIPPED
-                 ) -> None:
+                 semantic: SemanticIndex | None = None) -> None:
         self.db = db
         self.settings = settings
         self.gateway = gateway
         self.semantic = semantic
         # what the question's symptoms point at across organisations (`symptoms`): the shipped classifier for the
-        # semantic index's vectors, None without one; `replay worse-cost` serves one that never saw its questions
-        self.classifier = shipped_classifier(semantic.model if semantic is not None else None) \
-            if isinstance(classifier, Shipped) else classifier
+        # semantic index's vectors, None without one; `replay worse-cost` sets one that never saw its questions
+        self.classifier: SymptomClassifier | None = shipped_classifier(semantic.model if semantic is not None else None)
         self.cache = VersionCache(settings.briefing_cache_versions)
         self.settler = CommitSettler(settings.briefing_recorder_threads, wake_at=db.pool.max_size // 4)
         self.calibrator = Calibrator(self)

@@ -215,13 +215,6 @@ def _lexical_of_json(doc: Mapping[str, object], classes: int) -> LexicalClassifi
     return LexicalClassifier({t: i for i, t in enumerate(lexemes)}, idf, coef, intercept, weight)
 
 
-class Shipped:
-    """The default of a service's classifier: the shipped one for its embedding (`shipped_classifier`)."""
-
-
-SHIPPED = Shipped()
-
-
 @cache
 def shipped_classifiers() -> dict[str, SymptomClassifier]:
     """The shipped classifiers by embedding model key (one today: the served e5)."""
