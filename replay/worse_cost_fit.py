@@ -11,7 +11,7 @@ live stack once and replays the decision rule over the answers for every price o
 1. The questions: the cross-organisation sets that are spent (asked once each, reported) and that the causes model
    was never fitted on (`SPLITS`, the symptom classifier's `PRICE_FOLDS`: fresh7-9, from 2026-12-04 fresh16-18, and
    from 2026-12-05 fresh19-21, from the eighteenth session fresh30-32, from the nineteenth fresh33-35, and from the
-   twentieth fresh36-37 (a sixth fold), their novel parts included), each in the four conditions of `replay
+   twentieth fresh36-38 (a sixth fold), their novel parts included), each in the four conditions of `replay
    realworld` (English and Chinese, with and without alert and signals), against a fresh tenant that learned the
    corpus's history through the live stack, as `replay realworld` does. The shipped symptom classifier learned these
    sets too (since the twentieth session), so each fold is answered in process (`cross_fitted`: the live stack's
@@ -32,7 +32,10 @@ live stack once and replays the decision rule over the answers for every price o
    made worse. Then fresh36-37's first runs at 6.5 held the bound, 0.95-0.995x; with them as a sixth fold, 867
    questions, the rule chooses 5.0: 0.882x, 6.1% made worse, fresh37 in English without alert and signals at 190
    against 190; at 8.0 fresh19 breaks it, 508 against 505. The bound is not monotone in the price on a set this
-   small: at 8.0 fresh35 in English without alert and signals needs 247 against 246 again.) (Added on 2026-12-05 with
+   small: at 8.0 fresh35 in English without alert and signals needs 247 against 246 again. Then fresh38's first
+   run at 5.0 held it, 0.94-0.98x; with it in the sixth fold, 908 questions, fresh31 in Chinese needs 353 checks
+   against 351 from 5.0 to 7.0 (its fold's classifier now learned fresh38), and the rule chooses 7.5: 0.902x, 3.4%
+   made worse, fresh32 in Chinese without alert and signals at 336 against 336.) (Added on 2026-12-05 with
    fresh30-32 in the pool, after fresh32's first run needed 341 checks against 336 in English at 4.0; on the nine
    older sets alone the rule changes nothing, every set at most 0.95x.) (Until 2026-12-04 the bound pooled the
    languages, on fresh7-9 alone: 2.5, and the first runs of fresh16-18 then made 8-13% of the English questions
