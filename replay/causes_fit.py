@@ -105,10 +105,12 @@ def fold_classifiers(pms: list[rw.Postmortem], embedder: MultilingualE5Embedder)
 
 
 def shipped(model: CausesModel) -> dict[str, Any]:
-    """A fitted model as `data/causes.json` holds it: without `worse_cost`, which `replay worse-cost` chooses apart
-    (`data/worse_cost.json`; `CausesModel.from_json` reads a model without it at that price)."""
+    """A fitted model as `data/causes.json` holds it: without `worse_cost` and `max_evidence`, which `replay
+    worse-cost` chooses apart (`data/worse_cost.json`; `CausesModel.from_json` reads a model without them at that
+    price and cap)."""
     doc = model.to_json()
     doc.pop("worse_cost", None)
+    doc.pop("max_evidence", None)
     return doc
 
 

@@ -11,7 +11,8 @@ live stack once and replays the decision rule over the answers for every price o
 1. The questions: the cross-organisation sets that are spent (asked once each, reported) and that the causes model
    was never fitted on (`SPLITS`, the symptom classifier's `PRICE_FOLDS`: fresh7-9, from 2026-12-04 fresh16-18, and
    from 2026-12-05 fresh19-21, from the eighteenth session fresh30-32, from the nineteenth fresh33-35, and from the
-   twentieth fresh36-38 (a sixth fold), their novel parts included), each in the four conditions of `replay
+   twentieth fresh36-38 (a sixth fold), and from the twenty-first fresh39 (a seventh, which later sets join), their
+   novel parts included), each in the four conditions of `replay
    realworld` (English and Chinese, with and without alert and signals), against a fresh tenant that learned the
    corpus's history through the live stack, as `replay realworld` does. The shipped symptom classifier learned these
    sets too (since the twentieth session), so each fold is answered in process (`cross_fitted`: the live stack's
@@ -43,6 +44,14 @@ live stack once and replays the decision rule over the answers for every price o
    then made 12-16% of the English questions worse again, and the later sets are harder: at 3.0 their pooled checks
    were 0.95x against the older pool's 0.84x. From 2026-12-05 the pool holds all nine spent sets the fits never saw,
    518 questions.)
+5. With the price, the most marks on one question (`CAPS`: 1, 2, 3 or none; `choose_cap`): each cap's price by the
+   rule above, and of the caps whose price keeps both limits the one needing the fewest checks (a tie: fewer marks);
+   when none does, one mark at the grid's highest price. Added in the twenty-first session: fresh39's first run at
+   7.5 broke the bound in English by one check, one novel question marked four times at `novelty` 0.04, and with
+   fresh39 in the pool (946 questions) no price of the uncapped rule up to 20 kept the bound on every set (at 8.0
+   fresh37 in English without alert and signals needs 192 against 190; at 20, fresh34 in Chinese 297 against 295:
+   the marks the price cannot refuse, a cause made more likely than not, remain). Capped at two the rule chooses 5.5:
+   0.899x, 5.8% made worse (upper bound 8.4%), every set within the bound; capped at one, 7.5: 0.920x.
 Beside the grid, `forecast`: per condition, the answers' Brier skill against the base rates and novelty's AUC, at no
 price (a second look on spent sets, for choosing between designs of the probabilities, never a held-out figure).
 The tenant's guard (`causes.evidence_pays`) still judges its evidence: the expected-checks rule must show it carries
@@ -80,6 +89,7 @@ from services.common.settings import Settings
 OUT = Path(__file__).resolve().parents[1] / "services" / "briefing" / "data" / "worse_cost.json"
 SPLITS: tuple[rw.Split, ...] = tuple(split for fold in symptom_fit.PRICE_FOLDS for split in fold)
 GRID = tuple(0.5 * i for i in range(17))  # 0, 0.5, ... 8 checks
+CAPS: tuple[int | None, ...] = (1, 2, 3, None)  # the most marks on one question (`choose_evidence`'s max_evidence)
 TARGET_WORSE = 0.10
 Z90 = 1.2816  # one-sided 90% (the normal's: over a hundred questions)
 
@@ -147,14 +157,16 @@ def _ratio(on: int, off: int) -> float:
     return on / off if off else (math.inf if on else 0.0)
 
 
-def price_point(answered: Sequence[Answered], priors: Mapping[str, float], worse_cost: float) -> PricePoint:
-    """The planner's outcome over `answered` when the evidence is chosen at `worse_cost`."""
+def price_point(answered: Sequence[Answered], priors: Mapping[str, float], worse_cost: float,
+                max_evidence: int | None = None) -> PricePoint:
+    """The planner's outcome over `answered` when the evidence is chosen at `worse_cost`, at most `max_evidence`
+    marks a question."""
     order = sorted(priors, key=lambda c: (-priors[c], c))
     per_question: dict[tuple[str, str], list[bool]] = defaultdict(list)
     per_set: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     on = off = novel = novel_marks = recurrences = hit = 0
     for a in answered:
-        chosen = causes.choose_evidence(a.probabilities, priors, a.novelty, a.supported, worse_cost)
+        chosen = causes.choose_evidence(a.probabilities, priors, a.novelty, a.supported, worse_cost, max_evidence)
         c_on, c_off = planned(chosen, a.truth, order), planned([], a.truth, order)
         on, off = on + c_on, off + c_off
         per_set[(a.split, a.condition)][0] += c_on
@@ -198,6 +210,25 @@ def choose(points: Sequence[PricePoint], target: float = TARGET_WORSE) -> PriceP
     every spent set in every condition (the largest of the grid when none does)."""
     ordered = sorted(points, key=lambda p: p.worse_cost)
     return next((p for p in ordered if p.worse_upper90 <= target and p.holds_the_bound), ordered[-1])
+
+
+def meets(point: PricePoint, target: float = TARGET_WORSE) -> bool:
+    """The point keeps both of #38's limits on the pool: questions made worse, and the bound on every set."""
+    return point.worse_upper90 <= target and point.holds_the_bound
+
+
+def choose_cap(grids: Mapping[int | None, Sequence[PricePoint]],
+               target: float = TARGET_WORSE) -> tuple[int | None, PricePoint]:
+    """(the cap, its price point): each cap's price by `choose`; of the caps whose price meets both limits, the one
+    needing the fewest checks (a tie: the fewer marks); when none does, the fewest marks at its highest price (the
+    answer that says least)."""
+    chosen = {cap: choose(points, target) for cap, points in grids.items()}
+    meeting = [(p.checks_on, math.inf if cap is None else cap, cap) for cap, p in chosen.items() if meets(p, target)]
+    if meeting:
+        cap = min(meeting, key=lambda m: (m[0], m[1]))[2]
+        return cap, chosen[cap]
+    cap = min(grids, key=lambda c: math.inf if c is None else c)
+    return cap, max(grids[cap], key=lambda p: p.worse_cost)
 
 
 def ask(service: BriefingService, principal: Principal, pms: list[rw.Postmortem], history: TenantHistory,
@@ -263,19 +294,21 @@ def main(settings: Settings, progress: Callable[[str], None] = lambda _: None) -
     history = TenantHistory.of_sequence([pm.cls for pm in sorted(rw.history(pms), key=lambda p: (p.date, p.id))])
     priors, p_new = history.priors()
     answered, folds = cross_fitted(settings, tenant, pms, history, progress)
-    points = [price_point(answered, priors, w) for w in GRID]
-    chosen = choose(points)
+    grids = {cap: [price_point(answered, priors, w, cap) for w in GRID] for cap in CAPS}
+    cap, chosen = choose_cap(grids)
     doc = {"about": "the price, in checks, causes.choose_evidence puts on a question its marks make longer; chosen "
                     "by replay/worse_cost_fit.py (see its docstring): the smallest of the grid whose one-sided 90% "
                     f"upper bound of the share of questions made worse is at most {TARGET_WORSE} in each language and "
                     "that needs no more checks than the base rates on any spent set in any condition, on the spent "
                     "sets the causes model was never fitted on, each answered with a symptom classifier fitted "
                     "without its fold",
-           "worse_cost": chosen.worse_cost, "fitted_at": datetime.now(UTC).date().isoformat(),
+           "worse_cost": chosen.worse_cost, "max_evidence": cap, "fitted_at": datetime.now(UTC).date().isoformat(),
            "splits": list(SPLITS), "folds": folds, "answers": len(answered),
            "questions": len({a.question for a in answered}),
            "target_worse": TARGET_WORSE, "guard": calibration.get("report", {}),
            "forecast": forecast(answered, priors, p_new),
-           "grid": [p.to_json() for p in points]}
+           "caps": [{"max_evidence": c, **choose(points).to_json(), "meets": meets(choose(points))}
+                    for c, points in grids.items()],
+           "grid": [p.to_json() for p in grids[cap]]}
     OUT.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return doc

@@ -185,10 +185,23 @@ def test_the_priced_evidence_set_saves_at_least_its_price_in_expected_checks(see
 
 
 def test_a_stored_model_without_a_price_takes_the_shipped_one() -> None:
-    doc = {k: v for k, v in CausesModel().to_json().items() if k != "worse_cost"}
+    doc = {k: v for k, v in CausesModel().to_json().items() if k not in ("worse_cost", "max_evidence")}
     assert CausesModel.from_json(doc).worse_cost == causes.shipped_worse_cost()
+    assert CausesModel.from_json(doc).max_evidence == causes.shipped_max_evidence()
     assert CausesModel.from_json({**doc, "worse_cost": 1.5}).worse_cost == 1.5
+    assert CausesModel.from_json({**doc, "max_evidence": None}).max_evidence is None
+    assert CausesModel.from_json(CausesModel(max_evidence=3).to_json()).max_evidence == 3
     assert causes.shipped_causes_model("lexical").worse_cost == causes.shipped_worse_cost()
+    assert causes.shipped_causes_model("lexical").max_evidence == causes.shipped_max_evidence()
+
+
+def test_the_cap_keeps_the_most_probable_marks() -> None:
+    """Three causes the evidence raised, each worth checking first for the expected-checks rule: capped at two, the
+    two most probable, in the causes' order; uncapped, all three."""
+    priors = {c: 0.15 for c in "abcdef"}
+    p = {"a": 0.02, "b": 0.02, "c": 0.02, "d": 0.3, "e": 0.35, "f": 0.25}
+    assert choose_evidence(p, priors, 0.04, ["d", "e", "f"]) == ["e", "d", "f"]
+    assert choose_evidence(p, priors, 0.04, ["d", "e", "f"], max_evidence=2) == ["e", "d"]
 
 
 def test_the_shipped_price_is_the_one_its_documented_procedure_picks_from_its_grid() -> None:
@@ -202,6 +215,11 @@ def test_the_shipped_price_is_the_one_its_documented_procedure_picks_from_its_gr
               for g in doc["grid"]]
     assert [g.worse_cost for g in points] == list(worse_cost_fit.GRID)
     assert worse_cost_fit.choose(points, doc["target_worse"]).worse_cost == doc["worse_cost"] > 0
+    caps = {c["max_evidence"]: c for c in doc["caps"]}
+    assert list(caps) == list(worse_cost_fit.CAPS) and doc["max_evidence"] == causes.shipped_max_evidence()
+    meeting = [c for c in caps.values() if c["meets"]]
+    assert caps[doc["max_evidence"]]["worse_cost"] == doc["worse_cost"]
+    assert not meeting or caps[doc["max_evidence"]]["checks_on"] == min(c["checks_on"] for c in meeting)
     assert doc["splits"] == list(worse_cost_fit.SPLITS)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from replay.worse_cost_fit import Answered, PricePoint, choose, forecast, price_point
+from replay.worse_cost_fit import Answered, PricePoint, choose, choose_cap, forecast, price_point
 from services.briefing.causes import NEW
 
 PRIORS = {c: 0.15 for c in "abcdef"}  # even base rates: the base-rate order is a, b, c, d, e, f
@@ -86,6 +86,29 @@ def test_the_pick_skips_a_price_that_lengthens_any_set() -> None:
     grid = [point(1.0, 0.05, 11, 10), point(2.0, 0.12, 9, 10), point(3.0, 0.08, 10, 10), point(4.0, 0.05, 8, 10)]
     assert choose(grid, 0.10).worse_cost == 3.0  # 1.0 lengthens a set, 2.0 makes too many worse; 3.0 holds both
     assert choose([point(1.0, 0.2, 11, 10)], 0.10).worse_cost == 1.0  # none does: the largest of the grid
+
+
+def test_a_cap_on_the_marks_spares_a_novel_question_the_marks_its_novelty_priced_as_cheap() -> None:
+    """Two causes raised on a novel question whose `novelty` says it is not (0.05): the expected-checks rule marks
+    both, two wasted checks; capped at one, the more probable alone."""
+    p = {**{c: 0.05 for c in "abcd"}, "e": 0.45, "f": 0.3}
+    novel = Answered("q", "en", NEW, p, 0.05, ("e", "f"), "s")
+    assert price_point([novel], PRIORS, 0.0).checks_on == 2
+    assert price_point([novel], PRIORS, 0.0, max_evidence=1).checks_on == 1
+
+
+def test_the_cap_is_the_one_whose_price_keeps_both_limits_with_the_fewest_checks() -> None:
+    def point(cost: float, upper: float, on: int, set_on: int) -> PricePoint:
+        return PricePoint(cost, on, 100, upper, upper, 0.0, 0.0, (), ("s", "en", set_on, 10))
+
+    grids = {1: [point(1.0, 0.05, 95, 10), point(2.0, 0.04, 97, 9)],
+             2: [point(1.0, 0.05, 92, 10), point(2.0, 0.04, 94, 10)],
+             None: [point(1.0, 0.05, 85, 11), point(2.0, 0.04, 88, 11)]}  # never within the bound on set s
+    cap, chosen = choose_cap(grids, 0.10)
+    assert (cap, chosen.worse_cost, chosen.checks_on) == (2, 1.0, 92)
+    assert choose_cap({1: grids[1], 2: grids[2]}, 0.10)[0] == 2
+    cap, chosen = choose_cap({None: grids[None], 3: [point(1.0, 0.2, 80, 12), point(2.0, 0.2, 82, 12)]}, 0.10)
+    assert (cap, chosen.worse_cost) == (3, 2.0)  # none keeps both: the fewest marks at its highest price
 
 
 def test_the_price_is_chosen_on_the_folds_the_shipped_classifier_learned_each_out_of_its_own_fold() -> None:
