@@ -12,9 +12,9 @@ live stack once and replays the decision rule over the answers for every price o
    was never fitted on (`SPLITS`, the symptom classifier's `PRICE_FOLDS`: fresh7-9, from 2026-12-04 fresh16-18, and
    from 2026-12-05 fresh19-21, from the eighteenth session fresh30-32, from the nineteenth fresh33-35, and from the
    twentieth fresh36-38 (a sixth fold), and from the twenty-first fresh39 (a seventh, which later sets join), their
-   novel parts included), each in the four conditions of `replay
-   realworld` (English and Chinese, with and without alert and signals), against a fresh tenant that learned the
-   corpus's history through the live stack, as `replay realworld` does. The shipped symptom classifier learned these
+   novel parts included), each in the four conditions of `replay realworld` (English and Chinese, with and without
+   alert and signals), against a fresh tenant that learned the corpus's history through the live stack, as `replay
+   realworld` does. The shipped symptom classifier learned these
    sets too (since the twentieth session), so each fold is answered in process (`cross_fitted`: the live stack's
    code, `BriefingService`, whose answers equal the API's to the last digit) by a service given a classifier fitted
    without that fold, with the tenant's causes model calibrated again through it.
