@@ -14,10 +14,10 @@ live stack once and replays the decision rule over the answers for every price o
    twentieth fresh36-38 (a sixth fold), and from the twenty-first fresh39 (a seventh, which later sets join), their
    novel parts included), each in the four conditions of `replay realworld` (English and Chinese, with and without
    alert and signals), against a fresh tenant that learned the corpus's history through the live stack, as `replay
-   realworld` does. The shipped symptom classifier learned these
-   sets too (since the twentieth session), so each fold is answered in process (`cross_fitted`: the live stack's
-   code, `BriefingService`, whose answers equal the API's to the last digit) by a service given a classifier fitted
-   without that fold, with the tenant's causes model calibrated again through it.
+   realworld` does. The shipped symptom classifier learned these sets too (since the twentieth session), so each fold
+   is answered in process (`cross_fitted`: the live stack's code, `BriefingService`, whose answers equal the API's
+   to the last digit) by a service given a classifier fitted without that fold, with the tenant's causes model
+   calibrated again through it.
 2. Each answer with `explain`: every category's probability, `novelty` and the causes with records behind them; the
    base rates are the history's (`TenantHistory.priors`).
 3. For each price of `GRID`, the planner's checks against the base-rate planner's and, per language, per question the
@@ -209,7 +209,13 @@ def choose(points: Sequence[PricePoint], target: float = TARGET_WORSE) -> PriceP
     """The smallest price whose upper bound of questions made worse is at most `target` and that holds the bound on
     every spent set in every condition (the largest of the grid when none does)."""
     ordered = sorted(points, key=lambda p: p.worse_cost)
-    return next((p for p in ordered if p.worse_upper90 <= target and p.holds_the_bound), ordered[-1])
+    return next((p for p in ordered if meets(p, target)), ordered[-1])
+
+
+def picks(grids: Mapping[int | None, Sequence[PricePoint]],
+          target: float = TARGET_WORSE) -> dict[int | None, PricePoint]:
+    """Each cap's price point by `choose`."""
+    return {cap: choose(points, target) for cap, points in grids.items()}
 
 
 def meets(point: PricePoint, target: float = TARGET_WORSE) -> bool:
@@ -222,7 +228,7 @@ def choose_cap(grids: Mapping[int | None, Sequence[PricePoint]],
     """(the cap, its price point): each cap's price by `choose`; of the caps whose price meets both limits, the one
     needing the fewest checks (a tie: the fewer marks); when none does, the fewest marks at its highest price (the
     answer that says least)."""
-    chosen = {cap: choose(points, target) for cap, points in grids.items()}
+    chosen = picks(grids, target)
     meeting = [(p.checks_on, math.inf if cap is None else cap, cap) for cap, p in chosen.items() if meets(p, target)]
     if meeting:
         cap = min(meeting, key=lambda m: (m[0], m[1]))[2]
@@ -307,8 +313,7 @@ def main(settings: Settings, progress: Callable[[str], None] = lambda _: None) -
            "questions": len({a.question for a in answered}),
            "target_worse": TARGET_WORSE, "guard": calibration.get("report", {}),
            "forecast": forecast(answered, priors, p_new),
-           "caps": [{"max_evidence": c, **choose(points).to_json(), "meets": meets(choose(points))}
-                    for c, points in grids.items()],
+           "caps": [{"max_evidence": c, **p.to_json(), "meets": meets(p)} for c, p in picks(grids).items()],
            "grid": [p.to_json() for p in grids[cap]]}
     OUT.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return doc
