@@ -11,7 +11,7 @@ live stack once and replays the decision rule over the answers for every price o
 1. The questions: the cross-organisation sets that are spent (asked once each, reported) and that the causes model
    was never fitted on (`SPLITS`, the symptom classifier's `PRICE_FOLDS`: fresh7-9, from 2026-12-04 fresh16-18, and
    from 2026-12-05 fresh19-21, from the eighteenth session fresh30-32, from the nineteenth fresh33-35, and from the
-   twentieth fresh36-38 (a sixth fold), and from the twenty-first fresh39 (a seventh, which later sets join), their
+   twentieth fresh36-38 (a sixth fold), and from the twenty-first fresh39-40 (a seventh, which later sets join), their
    novel parts included), each in the four conditions of `replay realworld` (English and Chinese, with and without
    alert and signals), against a fresh tenant that learned the corpus's history through the live stack, as `replay
    realworld` does. The shipped symptom classifier learned these sets too (since the twentieth session), so each fold
@@ -51,7 +51,10 @@ live stack once and replays the decision rule over the answers for every price o
    fresh39 in the pool (946 questions) no price of the uncapped rule up to 20 kept the bound on every set (at 8.0
    fresh37 in English without alert and signals needs 192 against 190; at 20, fresh34 in Chinese 297 against 295:
    the marks the price cannot refuse, a cause made more likely than not, remain). Capped at two the rule chooses 5.5:
-   0.899x, 5.8% made worse (upper bound 8.4%), every set within the bound; capped at one, 7.5: 0.920x.
+   0.899x, 5.8% made worse (upper bound 8.4%), every set within the bound; capped at one, 7.5: 0.920x. Then fresh40's
+   first run at 5.5 held it, 0.72-0.73x; with it in the seventh fold, 961 questions, capped at two the rule chooses
+   5.0: 0.887x, 6.5% made worse (upper bound 9.1%), fresh31 in Chinese without alert and signals at 351 against 351;
+   capped at three, 6.0: 0.892x; at one, 6.5: 0.912x; uncapped, no price of the grid (up to 8) holds.
 Beside the grid, `forecast`: per condition, the answers' Brier skill against the base rates and novelty's AUC, at no
 price (a second look on spent sets, for choosing between designs of the probabilities, never a held-out figure).
 The tenant's guard (`causes.evidence_pays`) still judges its evidence: the expected-checks rule must show it carries
