@@ -11,7 +11,7 @@ live stack once and replays the decision rule over the answers for every price o
 1. The questions: the cross-organisation sets that are spent (asked once each, reported) and that the causes model
    was never fitted on (`SPLITS`, the symptom classifier's `PRICE_FOLDS`: fresh7-9, from 2026-12-04 fresh16-18, and
    from 2026-12-05 fresh19-21, from the eighteenth session fresh30-32, from the nineteenth fresh33-35, and from the
-   twentieth fresh36-38 (a sixth fold), and from the twenty-first fresh39-40 (a seventh, which later sets join), their
+   twentieth fresh36-38 (a sixth fold), and from the twenty-first fresh39-41 (a seventh, which later sets join), their
    novel parts included), each in the four conditions of `replay realworld` (English and Chinese, with and without
    alert and signals), against a fresh tenant that learned the corpus's history through the live stack, as `replay
    realworld` does. The shipped symptom classifier learned these sets too (since the twentieth session), so each fold
@@ -55,6 +55,10 @@ live stack once and replays the decision rule over the answers for every price o
    first run at 5.5 held it, 0.72-0.73x; with it in the seventh fold, 961 questions, capped at two the rule chooses
    5.0: 0.887x, 6.5% made worse (upper bound 9.1%), fresh31 in Chinese without alert and signals at 351 against 351;
    capped at three, 6.0: 0.892x; at one, 6.5: 0.912x; uncapped, no price of the grid (up to 8) holds.
+   Then fresh41's first run at 5.0 broke the bound in all four conditions by 3-4 checks (wrong marks on recurrences,
+   none on its novel questions); with it in the seventh fold, 1,003 questions, no cap at any price of the grid keeps
+   fresh41 within it (in English without alert and signals 251-254 against 246: the marks made more likely than not,
+   which no price refuses), and the rule falls back to one mark at 8.0: 0.922x, 3.6% made worse (upper bound 6.3%).
 Beside the grid, `forecast`: per condition, the answers' Brier skill against the base rates and novelty's AUC, at no
 price (a second look on spent sets, for choosing between designs of the probabilities, never a held-out figure).
 The tenant's guard (`causes.evidence_pays`) still judges its evidence: the expected-checks rule must show it carries

@@ -125,7 +125,7 @@ class Settings(BaseSettings):
     low_confidence_below: float = Field(0.5, description="hints below this confidence warn `low_confidence`")
     causes_worse_cost: float | None = Field(None, ge=0, description="the price, in checks, the causes put on a "
                                             "question their evidence marks make longer (`causes.choose_evidence`); "
-                                            "unset: the shipped value (data/worse_cost.json, 5.0). Lower: more "
+                                            "unset: the shipped value (data/worse_cost.json, 8.0). Lower: more "
                                             "evidence causes and hints, more investigations made longer; 0: the "
                                             "expected-checks rule. A tenant's stored model keeps the price its guard "
                                             "judged it at until its next calibration (`POST /v1/causes/calibration` "
