@@ -57,8 +57,8 @@ live stack once and replays the decision rule over the answers for every price o
    capped at three, 6.0: 0.892x; at one, 6.5: 0.912x; uncapped, no price of the grid (up to 8) holds.
    Then fresh41's first run at 5.0 broke the bound in all four conditions by 3-4 checks (wrong marks on recurrences,
    none on its novel questions); with it in the seventh fold, 1,003 questions, no cap at any price of the grid keeps
-   fresh41 within it (in English without alert and signals 251-254 against 246: the marks made more likely than not,
-   which no price refuses), and the rule falls back to one mark at 8.0: 0.922x, 3.6% made worse (upper bound 6.3%).
+   fresh41 within it (in English without alert and signals 251-254 against 246: wrong marks at 0.5-0.9, which no price
+   up to 8 outweighs), and the rule falls back to one mark at 8.0: 0.922x, 3.6% made worse (upper bound 6.3%).
 Beside the grid, `forecast`: per condition, the answers' Brier skill against the base rates and novelty's AUC, at no
 price (a second look on spent sets, for choosing between designs of the probabilities, never a held-out figure).
 The tenant's guard (`causes.evidence_pays`) still judges its evidence: the expected-checks rule must show it carries
