@@ -284,14 +284,25 @@ def realworld_split(
     fresh: Annotated[str | None, typer.Option(
         help="freeze the incidents outside every frozen set as the next fresh set (fresh, fresh2, ... fresh45),"
              " naming the commit the design froze at")] = None,
+    despite_duplicates: Annotated[bool, typer.Option(
+        help="freeze even when an incident looks like one already frozen (after reading each pair)")] = False,
 ) -> None:
     """Make the frozen split of the real-incident corpus (once: refuses when replay/realworld/split.yaml exists);
-    with --fresh, freeze the incidents added since as the next fresh set (each once)."""
+    with --fresh, freeze the incidents added since as the next fresh set (each once), refusing while any of them
+    looks like an incident already frozen (`realworld.likely_duplicates`)."""
     from replay import realworld as rw
 
     if fresh:
         # the rule reads every history incident, the checkers' organisations' too (`load`'s excluded ones)
-        typer.echo(rw.write_fresh(rw.load(split=None, excluded=frozenset()), fresh))
+        pms = rw.load(split=None, excluded=frozenset())
+        pairs = rw.likely_duplicates(pms, rw.frozen_roles())
+        if pairs and not despite_duplicates:
+            for new, old in pairs:
+                typer.echo(f"{new} looks like the frozen {old}", err=True)
+            typer.echo(f"{len(pairs)} likely duplicates: drop them, or read each and pass --despite-duplicates",
+                       err=True)
+            raise typer.Exit(1)
+        typer.echo(rw.write_fresh(pms, fresh))
         return
     typer.echo(rw.write_split(rw.load(split=None, excluded=frozenset())))
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -213,6 +214,41 @@ def fresh_roles(pms: Iterable[Postmortem], frozen: dict[str, Role], name: Split 
         else:
             roles[pm.id] = cast(Role, f"{name}_novel")
     return roles
+
+
+# words an organisation's name shares with unrelated ones (`likely_duplicates`)
+_ORG_NOISE = frozenset({"agency", "bank", "cloud", "company", "corporation", "department", "government", "group",
+                        "holdings", "international", "labs", "limited", "ministry", "national", "network",
+                        "networks", "office", "platform", "service", "services", "state", "systems",
+                        "technologies", "technology", "with"})
+
+
+def _page(source: str) -> str:
+    """A write-up's address however it was written: no scheme, no `www.`, no trailing slash, one case."""
+    page = re.sub(r"^[a-z][a-z0-9+.-]*://", "", source.strip().lower()).removeprefix("www.")
+    return page.rstrip("/")
+
+
+def _org_words(org: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[^\W_]{4,}", org.lower())) - _ORG_NOISE
+
+
+def likely_duplicates(pms: Iterable[Postmortem], frozen: dict[str, Role], days: int = 3) -> list[tuple[str, str]]:
+    """Incidents outside every frozen set that probably retell a frozen one (pure), as (new id, frozen id): the
+    same write-up within `days` days of it, or the same day and a word of the organisation's name in common.
+    Writers check their ids against the taken list; the same event under another id or another spelling of the
+    organisation's name slips past that (two did in the twenty-third session). A pair is for a person to read:
+    one page can tell several incidents, and two organisations can share a word."""
+    written = list(pms)
+    old = [pm for pm in written if pm.id in frozen]
+    pairs: list[tuple[str, str]] = []
+    for pm in sorted((pm for pm in written if pm.id not in frozen), key=lambda pm: pm.id):
+        page, words = _page(pm.source), _org_words(pm.org)
+        for other in old:
+            apart = abs((pm.date - other.date).days)
+            if (apart <= days and _page(other.source) == page) or (apart == 0 and words & _org_words(other.org)):
+                pairs.append((pm.id, other.id))
+    return pairs
 
 
 def next_fresh_set(path: Path = SPLIT) -> Split:

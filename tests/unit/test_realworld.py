@@ -148,3 +148,19 @@ def test_the_outside_checkers_organisations_are_in_no_set() -> None:
     pms = rw.load()
     assert pms and not {pm.org for pm in pms} & rw.EXCLUDED_ORGS
     assert len(rw.load(excluded=frozenset())) - len(pms) == 35
+
+
+def test_an_event_written_again_under_another_id_or_name_is_caught_before_it_is_frozen() -> None:
+    def pm(i: str, d: str, org: str, source: str) -> rw.Postmortem:
+        return _pm(i, d, "a", "history").model_copy(update={"org": org, "source": source, "role": None})
+
+    frozen = [pm("OLD-AIRPORT", "2024-06-23", "Airport Authority Hong Kong (AAHK)", "https://news.example/a/1"),
+              pm("OLD-PAGE", "2025-04-22", "Actionstep", "https://status.example.com/incidents/9q7"),
+              pm("OLD-OTHER", "2026-02-04", "Spare Labs", "https://spare.example/x")]
+    roles: dict[str, rw.Role] = {p.id: "fresh" for p in frozen}
+    new = [pm("NEW-AIRPORT", "2024-06-23", "Hong Kong Airport Authority", "https://mirror.example/sc/123"),
+           pm("NEW-PAGE", "2025-04-23", "Actionstep Pty", "HTTP://WWW.status.example.com/incidents/9q7/"),
+           pm("NEW-LATER", "2025-06-01", "Actionstep", "https://status.example.com/incidents/9q7"),
+           pm("NEW-UNRELATED", "2026-02-04", "dbt Labs (dbt Cloud)", "https://dbt.example/y")]
+    assert rw.likely_duplicates(frozen + new, roles) == [("NEW-AIRPORT", "OLD-AIRPORT"), ("NEW-PAGE", "OLD-PAGE")]
+    assert rw.likely_duplicates(frozen, roles) == []  # frozen sets are never judged again
