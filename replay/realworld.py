@@ -89,7 +89,8 @@ FRESH_SETS: tuple[Split, ...] = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5"
                                   "fresh25", "fresh26", "fresh27",
                                   "fresh28", "fresh29", "fresh30", "fresh31", "fresh32",
                                   "fresh33", "fresh34", "fresh35", "fresh36", "fresh37", "fresh38",
-                                  "fresh39", "fresh40", "fresh41", "fresh42", "fresh43", "fresh44", "fresh45", "fresh46")
+                                  "fresh39", "fresh40", "fresh41", "fresh42", "fresh43", "fresh44", "fresh45",
+                                  "fresh46")
 RECURRING: tuple[Role, ...] = ("dev", "test", *FRESH_SETS)
 NOVEL: tuple[Role, ...] = tuple(cast(Role, f"{split}_novel") for split in RECURRING)
 Lang = Literal["en", "zh"]
