@@ -242,13 +242,13 @@ def likely_duplicates(pms: Iterable[Postmortem], frozen: dict[str, Role], days: 
     organisation's name slips past that (two did in the twenty-third session). A pair is for a person to read:
     one page can tell several incidents, and two organisations can share a word."""
     written = list(pms)
-    old = [pm for pm in written if pm.id in frozen]
+    old = [(pm, _page(pm.source), _org_words(pm.org)) for pm in written if pm.id in frozen]
     pairs: list[tuple[str, str]] = []
     for pm in sorted((pm for pm in written if pm.id not in frozen), key=lambda pm: pm.id):
         page, words = _page(pm.source), _org_words(pm.org)
-        for other in old:
+        for other, other_page, other_words in old:
             apart = abs((pm.date - other.date).days)
-            if (apart <= days and _page(other.source) == page) or (apart == 0 and words & _org_words(other.org)):
+            if (apart <= days and other_page == page) or (apart == 0 and words & other_words):
                 pairs.append((pm.id, other.id))
     return pairs
 
