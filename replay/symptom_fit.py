@@ -8,11 +8,11 @@ trained without the set asked ranked the true class first for about 30% of the q
 trained on the corpus's sets alone and asked inside the seventeen organisations' histories it never saw, 0.69 against
 their own base rates' 0.60 among five (docs/evaluation.md).
 
-1. The incidents: every incident of the spent cross-organisation sets (`ROLES`: dev, test, fresh to fresh46, their
-   novel parts: 2,578 incidents), never the history (the replay's tenant learns it: its lived questions stay out of
+1. The incidents: every incident of the spent cross-organisation sets (`ROLES`: dev, test, fresh to fresh47, their
+   novel parts: 2,633 incidents), never the history (the replay's tenant learns it: its lived questions stay out of
    sample, as a real tenant's are), never the within-organisation sets (their replays stay out of sample), never
    GitHub's or Cloudflare's (`realworld.EXCLUDED_ORGS`), never a set not yet asked. The sets `replay worse-cost`
-   chooses its price on (`PRICE_FOLDS`: fresh7-9, 16-21, 30-46) are learned too since the twentieth session; the
+   chooses its price on (`PRICE_FOLDS`: fresh7-9, 16-21, 30-47) are learned too since the twentieth session; the
    price is chosen on answers from a classifier fitted without the question's fold (`worse_cost_fit.cross_fitted`),
    so the concepts it weighs stay out of sample there. (Until then they stayed out altogether, 412 incidents the
    classifier never learned. Trained also on the twelve older pool sets and asked on fresh33-35, which neither saw,
@@ -81,7 +81,8 @@ PRICE_FOLDS: tuple[tuple[rw.Split, ...], ...] = (("fresh7", "fresh8", "fresh9"),
                                                  ("fresh19", "fresh20", "fresh21"), ("fresh30", "fresh31", "fresh32"),
                                                  ("fresh33", "fresh34", "fresh35"), ("fresh36", "fresh37", "fresh38"),
                                                  ("fresh39", "fresh40", "fresh41"), ("fresh42", "fresh43"),
-                                                 ("fresh44", "fresh45"), ("fresh46",))
+                                                 ("fresh44", "fresh45"), ("fresh46",),
+                                                 ("fresh47",))
 _SETS: tuple[str, ...] = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh10",
                           "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh22", "fresh23", "fresh24",
                           "fresh25", "fresh26", "fresh27", "fresh28", "fresh29",

@@ -12,13 +12,13 @@ live stack once and replays the decision rule over the answers for every price o
    never fitted on (`SPLITS`, the symptom classifier's `PRICE_FOLDS`: fresh7-9, from 2026-12-04 fresh16-18, and from
    2026-12-05 fresh19-21, from the eighteenth session fresh30-32, from the nineteenth fresh33-35, and from the
    twentieth fresh36-38 (a sixth fold), from the twenty-first fresh39-41 (a seventh) and from the twenty-third
-   fresh42-43 (an eighth) and fresh44-45 (a ninth), from the twenty-fourth fresh46 (a tenth), their novel parts
-   included), each in the four conditions of `replay realworld` (English and Chinese, with and without alert and
-   signals), against a fresh tenant that learned the corpus's history through the live stack, as `replay realworld`
-   does. The shipped symptom classifier learned these sets too (since the twentieth session), so each fold is
-   answered in process (`cross_fitted`: the live stack's code, `BriefingService`, whose answers equal the API's to
-   the last digit) by a service given a classifier fitted without that fold, with the tenant's causes model
-   calibrated again through it.
+   fresh42-43 (an eighth) and fresh44-45 (a ninth), from the twenty-fourth fresh46 (a tenth) and fresh47 (an
+   eleventh), their novel parts included), each in the four conditions of `replay realworld` (English and Chinese,
+   with and without alert and signals), against a fresh tenant that learned the corpus's history through the live
+   stack, as `replay realworld` does. The shipped symptom classifier learned these sets too (since the twentieth
+   session), so each fold is answered in process (`cross_fitted`: the live stack's code, `BriefingService`, whose
+   answers equal the API's to the last digit) by a service given a classifier fitted without that fold, with the
+   tenant's causes model calibrated again through it.
 2. Each answer with `explain`: every category's probability, `novelty` and the causes with records behind them; the
    base rates are the history's (`TenantHistory.priors`).
 3. For each price of `GRID`, the planner's checks against the base-rate planner's and, per language, per question the
@@ -67,7 +67,9 @@ live stack once and replays the decision rule over the answers for every price o
    cap (250-253 against 246): one mark at 8.0 again, 0.920x, 3.5% made worse (upper bound 5.9%). With fresh46 in a
    tenth fold (1,189 questions; its first run at 8.0 kept the bound, 0.96x), fresh41 still breaks every cap (251-257
    against 246): one mark at 8.0 again, 0.926x, 3.2% made worse (upper bound 5.4%), 0.05 evidence causes per novel
-   question.
+   question. With fresh47 in an eleventh fold (1,244 questions; its first run at 8.0 kept the bound, 0.99x and 0.98x),
+   fresh41 still breaks every cap (250-256 against 246): one mark at 8.0 again, 0.927x, 3.3% made worse (upper bound
+   5.3%), 0.05 evidence causes per novel question.
 Beside the grid, `forecast`: per condition, the answers' Brier skill against the base rates and novelty's AUC, at no
 price (a second look on spent sets, for choosing between designs of the probabilities, never a held-out figure).
 The tenant's guard (`causes.evidence_pays`) still judges its evidence: the expected-checks rule must show it carries
