@@ -106,7 +106,7 @@ def regress(
 @app.command()
 def realworld(
     split: Annotated[str, typer.Option(
-        help="dev (tuning), test (the frozen held-out questions), fresh, fresh2 ... fresh47 (each written"
+        help="dev (tuning), test (the frozen held-out questions), fresh, fresh2 ... fresh48 (each written"
              " after the design froze)")] = "dev",
     report: Annotated[Path | None, typer.Option(help="JSON report")] = None,
     api_url: Annotated[str | None, typer.Option(help="default OPSLORE_API_URL")] = None,
@@ -282,7 +282,7 @@ def worse_cost(api_url: Annotated[str | None, typer.Option(help="default OPSLORE
 @app.command("realworld-split")
 def realworld_split(
     fresh: Annotated[str | None, typer.Option(
-        help="freeze the incidents outside every frozen set as the next fresh set (fresh, fresh2, ... fresh47),"
+        help="freeze the incidents outside every frozen set as the next fresh set (fresh, fresh2, ... fresh48),"
              " naming the commit the design froze at")] = None,
     despite_duplicates: Annotated[bool, typer.Option(
         help="freeze even when an incident looks like one already frozen (after reading each pair)")] = False,

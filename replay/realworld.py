@@ -75,13 +75,14 @@ Role = Literal["history", "dev", "test", "dev_novel", "test_novel", "fresh", "fr
                "fresh44", "fresh44_novel",
                "fresh45", "fresh45_novel",
                "fresh46", "fresh46_novel",
-               "fresh47", "fresh47_novel"]
+               "fresh47", "fresh47_novel",
+               "fresh48", "fresh48_novel"]
 Split = Literal["dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8",
                 "fresh9", "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17",
                 "fresh18", "fresh19", "fresh20", "fresh21", "fresh22", "fresh23", "fresh24",
                 "fresh25", "fresh26", "fresh27", "fresh28", "fresh29", "fresh30", "fresh31",
                 "fresh32", "fresh33", "fresh34", "fresh35", "fresh36", "fresh37", "fresh38", "fresh39",
-                "fresh40", "fresh41", "fresh42", "fresh43", "fresh44", "fresh45", "fresh46", "fresh47"]
+                "fresh40", "fresh41", "fresh42", "fresh43", "fresh44", "fresh45", "fresh46", "fresh47", "fresh48"]
 # each frozen, at the commit the design froze at, before anything was asked of it; in this order
 FRESH_SETS: tuple[Split, ...] = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8",
                                   "fresh9", "fresh10", "fresh11", "fresh12", "fresh13",
@@ -91,7 +92,7 @@ FRESH_SETS: tuple[Split, ...] = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5"
                                   "fresh28", "fresh29", "fresh30", "fresh31", "fresh32",
                                   "fresh33", "fresh34", "fresh35", "fresh36", "fresh37", "fresh38",
                                   "fresh39", "fresh40", "fresh41", "fresh42", "fresh43", "fresh44", "fresh45",
-                                  "fresh46", "fresh47")
+                                  "fresh46", "fresh47", "fresh48")
 RECURRING: tuple[Role, ...] = ("dev", "test", *FRESH_SETS)
 NOVEL: tuple[Role, ...] = tuple(cast(Role, f"{split}_novel") for split in RECURRING)
 Lang = Literal["en", "zh"]
